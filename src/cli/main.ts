@@ -1,0 +1,49 @@
+import { Command, CommanderError } from 'commander';
+import { ConfigError } from '../shared/config.ts';
+import { AppError } from '../shared/errors.ts';
+import { registerDoctorCommand } from './commands/doctor.ts';
+import { registerMigrateCommand } from './commands/migrate.ts';
+import { registerStartCommand } from './commands/start.ts';
+import { registerTokenCommands } from './commands/token.ts';
+
+// Exit codes shared by every command: 0 success, 1 failure or unhealthy, 2 usage or configuration.
+export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+
+export function buildProgram(): Command {
+  const program = new Command('platform')
+    .description('Market-data platform: data module, application API, job worker and operations')
+    .option('--platform.load.currency <bool>', 'refresh the currency list from an exchange at start-up (true/false)')
+    .showHelpAfterError()
+    .exitOverride();
+  registerStartCommand(program);
+  registerMigrateCommand(program);
+  registerTokenCommands(program);
+  registerDoctorCommand(program);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    process.exitCode = reportFailure(error);
+  }
+}
+
+function reportFailure(error: unknown): number {
+  if (error instanceof CommanderError) {
+    return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+  }
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+    return EXIT.usage;
+  }
+  if (error instanceof AppError) {
+    process.stderr.write(`error: ${error.message}\n`);
+    return EXIT.failure;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`error: ${message}\n`);
+  return EXIT.failure;
+}

@@ -1,0 +1,110 @@
+import { sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
+import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
+import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
+import { currencyExists } from '../../currencies/catalog.ts';
+import { firstPricePerBucket } from '../../history/historyQuery.ts';
+import {
+  currencyListQuery,
+  displayCurrencyListSchema,
+  historyParams,
+  historyQuery,
+  timeValueSchema,
+} from './schema.ts';
+
+export interface CurrencyRouteDeps {
+  pool: DatabasePool;
+  requireScope: ScopeGuard;
+  maxPoints: number;
+}
+
+const displayRow = z.object({
+  currencyName: z.string(),
+  currencyCode: z.string(),
+  value: z.number(),
+  lastUpdated: z.date(),
+});
+
+export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRouteDeps) {
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/data/currency/all',
+      operationId: 'listCurrencies',
+      summary: 'Current value of every tracked currency, highest first',
+      tags: ['currency'],
+      security: bearerSecurity('read'),
+      before: [deps.requireScope('read')],
+      query: currencyListQuery,
+      responses: { 200: { description: 'Snapshot of current values', schema: displayCurrencyListSchema } },
+      errors: [401, 403, 503],
+      handler: async (ctx, { query }) => {
+        const rows = await deps.pool.any(sql.type(displayRow)`
+          SELECT c.name AS "currencyName", c.code AS "currencyCode",
+                 s.price AS value, s.observed_at AS "lastUpdated"
+          FROM currency_snapshots s JOIN currencies c ON c.code = s.currency_code
+          ORDER BY s.price DESC, c.code
+          LIMIT ${query.limit} OFFSET ${query.offset}
+        `);
+        ctx.body = {
+          currencies: rows.map((row) => ({
+            ...row,
+            logoUrl: `/assets/cryptofont/${row.currencyCode.toLowerCase()}.svg`,
+            lastUpdated: row.lastUpdated.toISOString(),
+          })),
+        };
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/data/currency/history/{code}',
+      operationId: 'currencyHistory',
+      summary: 'Price history of a currency at a chosen spacing',
+      description:
+        'Buckets are aligned to the Unix epoch, each stamped with its start; `value` is the first price ' +
+        'observed in the bucket and empty buckets are left out. Answers over the point cap are refused ' +
+        'with 400: use the export route for those.',
+      tags: ['currency'],
+      security: bearerSecurity('read'),
+      before: [deps.requireScope('read')],
+      params: historyParams,
+      query: historyQuery,
+      responses: {
+        200: { description: 'Points in ascending time order', schema: z.array(timeValueSchema) },
+        204: { description: 'No data in the window' },
+      },
+      errors: [401, 403, 404, 503],
+      handler: async (ctx, { params, query }) => {
+        const points = Math.ceil((query.hours * 3600) / query.intervalSeconds);
+        if (points > deps.maxPoints) {
+          throw new ValidationError(
+            `The request would return up to ${points} points, more than the limit of ${deps.maxPoints}; ` +
+              'use a larger intervalSeconds or the streaming export route',
+            [{ path: 'query.intervalSeconds', message: `at most ${deps.maxPoints} points per answer` }],
+            'too_many_points',
+          );
+        }
+        if (!(await currencyExists(deps.pool, params.code))) {
+          throw new NotFoundError(`Unknown currency '${params.code}'`, 'unknown_currency');
+        }
+        const to = new Date();
+        const from = new Date(to.getTime() - query.hours * 3_600_000);
+        const rows = await firstPricePerBucket(deps.pool, {
+          code: params.code,
+          from,
+          to,
+          intervalSeconds: query.intervalSeconds,
+        });
+        if (rows.length === 0) {
+          ctx.status = 204;
+          return;
+        }
+        ctx.body = rows.map((row) => ({ timestamp: row.timestamp.toISOString(), value: row.value }));
+      },
+    }),
+  );
+}

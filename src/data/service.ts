@@ -1,0 +1,46 @@
+import { sql } from 'slonik';
+import { pendingMigrations } from '../shared/db/migrationState.ts';
+import { Readiness } from '../shared/http/health.ts';
+import { RouteRegistry } from '../shared/http/routes.ts';
+import { createHttpService } from '../shared/http/service.ts';
+import type { Runtime } from '../shared/runtime.ts';
+import { createScopeGuard } from './auth.ts';
+import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
+
+export const DATA_SERVICE_NAME = 'data';
+
+/** Registers every data-module route; later modules (ingest, signals, analysts) add theirs here. */
+export function dataRoutes(runtime: Runtime): RouteRegistry {
+  const registry = new RouteRegistry();
+  const requireScope = createScopeGuard(runtime.pool, runtime.config.DATA_TRUSTED_NETWORKS);
+  const deps = { pool: runtime.pool, requireScope, maxPoints: runtime.config.HISTORY_MAX_POINTS };
+  registerCurrencyRoutes(registry, deps);
+  return registry;
+}
+
+export function createDataService(runtime: Runtime, readiness = new Readiness()) {
+  readiness.addCheck('database', async () => {
+    await runtime.pool.query(sql.unsafe`SELECT 1`);
+  });
+  readiness.addCheck('migrations', async () => {
+    const pending = await pendingMigrations(runtime.pool);
+    if (pending.length > 0) throw new Error(`pending migrations: ${pending.join(', ')}`);
+  });
+  return createHttpService({
+    name: DATA_SERVICE_NAME,
+    logger: runtime.logger.child({ service: DATA_SERVICE_NAME }),
+    routes: dataRoutes(runtime),
+    readiness,
+    jsonLimit: '1mb',
+    openApi: {
+      title: 'Market data module',
+      version: '1.0.0',
+      description:
+        'Internal system of record for market snapshots, price history and signal inputs. ' +
+        'Every /data/** route needs `Authorization: Bearer <token>` (see `platform token create`).',
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A service token with read and/or write scope' },
+      },
+    },
+  });
+}

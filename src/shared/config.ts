@@ -1,0 +1,122 @@
+import { userInfo } from 'node:os';
+import { z } from 'zod';
+
+// The whole platform's configuration, parsed once at start-up from the environment (and a few CLI
+// flags). Every variable is optional; bad values stop start-up with one message listing them all.
+
+const booleanFromEnv = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const port = z.coerce.number().int().min(0).max(65535);
+
+const cidrList = z
+  .string()
+  .transform((s) =>
+    s
+      .split(',')
+      .map((part) => part.trim())
+      .filter(Boolean),
+  )
+  .pipe(z.array(z.union([z.cidrv4(), z.cidrv6()])));
+
+export const configSchema = z.object({
+  DATABASE_URL: z
+    .url({ protocol: /^postgres(ql)?$/ })
+    .default('postgres://127.0.0.1:5432/platform')
+    .transform(withDefaultUser)
+    .describe('PostgreSQL/TimescaleDB connection string; the database is created if missing.'),
+  HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .describe('Address the HTTP servers bind to (use 0.0.0.0 in containers).'),
+  DATA_PORT: port.default(8085).describe('Port of the data module.'),
+  API_PORT: port.default(8080).describe('Port of the application API.'),
+  DATA_URL: z
+    .url()
+    .optional()
+    .describe('How the API reaches the data module (default: http://127.0.0.1:DATA_PORT).'),
+  DATA_TOKEN: z.string().min(1).optional().describe("The API's service token for the data module."),
+  DATA_TRUSTED_NETWORKS: cidrList
+    .default([])
+    .describe('Comma-separated CIDRs whose callers reach /data/** without a token.'),
+  PLATFORM_LOAD_CURRENCIES: booleanFromEnv
+    .default(true)
+    .describe('Refresh the currency list from an exchange at start-up (false: use the shipped list).'),
+  MARKET_SOURCE: z
+    .string()
+    .regex(/^[a-z]+(,[a-z]+)*$/, 'a comma-separated list of source names such as simulated,coinbase')
+    .default('simulated')
+    .describe('Price source(s) of the harvester: simulated (offline default), coinbase, binance, kraken.'),
+  HARVEST_INTERVAL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(3600)
+    .default(5)
+    .describe('Seconds between two harvesting cycles.'),
+  HISTORY_MAX_POINTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(50000)
+    .describe('Most points one history answer may hold; larger requests go to the export route.'),
+  SESSION_KEYS: z
+    .string()
+    .optional()
+    .describe('Comma-separated secrets signing session cookies (newest first).'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('Log level.'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .url()
+    .optional()
+    .describe('OTLP/HTTP endpoint; traces are exported only when set.'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+/**
+ * Like libpq, connect as PGUSER or the operating-system user when the URL names no user
+ * (node-postgres would otherwise rely on $USER, which services and CI often lack).
+ */
+export function withDefaultUser(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.username) return url;
+  parsed.username = process.env.PGUSER ?? userInfo().username;
+  return parsed.toString();
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** Parses the environment; empty strings count as unset so `FOO=` falls back to the default. */
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  overrides: Partial<Record<keyof Config, string>> = {},
+): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = overrides[key as keyof Config] ?? env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`),
+    );
+  }
+  return parsed.data;
+}
+
+export function dataModuleUrl(config: Config): string {
+  return config.DATA_URL ?? `http://127.0.0.1:${config.DATA_PORT}`;
+}

@@ -1,0 +1,44 @@
+import { randomUUID } from 'node:crypto';
+import type { Context, Next } from 'koa';
+import type { Logger } from '../logger.ts';
+import { httpActiveRequests, httpRequestDuration } from '../metrics.ts';
+
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Gives every request an id (the caller's X-Request-Id when it is sane), a child logger carrying
+ * it, an access log line and a latency observation labelled with the route template.
+ */
+export function requestContext(service: string, logger: Logger) {
+  return async function trackRequest(ctx: Context, next: Next) {
+    const incoming = ctx.get('x-request-id');
+    const requestId = REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
+    ctx.set('X-Request-Id', requestId);
+    ctx.state.requestId = requestId;
+    ctx.state.logger = logger.child({ requestId });
+    const started = process.hrtime.bigint();
+    httpActiveRequests.inc({ service });
+    try {
+      await next();
+    } finally {
+      httpActiveRequests.dec({ service });
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      httpRequestDuration.observe(
+        { service, method: ctx.method, route: String(route), status_code: String(ctx.status) },
+        seconds,
+      );
+      const level = ctx.status >= 500 ? 'error' : 'info';
+      (ctx.state.logger as Logger)[level](
+        {
+          method: ctx.method,
+          path: ctx.path,
+          route,
+          status: ctx.status,
+          durationMs: Math.round(seconds * 1e4) / 10,
+        },
+        'request',
+      );
+    }
+  };
+}

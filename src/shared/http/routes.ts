@@ -1,0 +1,188 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import type {
+  ZodOpenApiOperationObject,
+  ZodOpenApiPathsObject,
+  ZodOpenApiResponseObject,
+} from 'zod-openapi';
+import { UnsupportedMediaTypeError, ValidationError, type ErrorDetail } from '../errors.ts';
+
+// A route is declared once: its zod schemas validate requests at run time and describe the route
+// in /openapi.json, so the documentation cannot drift from what the code accepts.
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface ResponseSpec {
+  description: string;
+  schema?: z.ZodType;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+type AnyObject = z.ZodType<Record<string, unknown>>;
+
+export interface RouteSpec<
+  P extends AnyObject = AnyObject,
+  Q extends AnyObject = AnyObject,
+  B extends z.ZodType = z.ZodType,
+> {
+  method: HttpMethod;
+  /** OpenAPI form, e.g. `/data/currency/history/{code}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Media types accepted for the body; JSON unless said otherwise. */
+  bodyTypes?: string[];
+  responses: Record<number, ResponseSpec>;
+  /** Error statuses this route can answer with (each documented with the error body). */
+  errors?: number[];
+  security?: Array<Record<string, string[]>>;
+  /** Middleware run before validation (authentication, rate limits). */
+  before?: Array<(ctx: Context, next: () => Promise<unknown>) => Promise<unknown>>;
+  handler: (
+    ctx: Context,
+    input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> },
+  ) => Promise<void> | void;
+}
+
+export const errorBodySchema = z
+  .object({
+    error: z.object({
+      code: z.string().meta({ example: 'validation_error' }),
+      message: z.string(),
+      details: z.array(z.unknown()),
+    }),
+  })
+  .meta({ id: 'Error', description: 'Every error of the platform has this shape.' });
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid input: the details name the field and the reason.',
+  401: 'Missing or invalid credentials.',
+  403: 'The credentials do not allow this.',
+  404: 'Unknown resource.',
+  409: 'Conflict with existing data.',
+  413: 'Request too large.',
+  415: 'Unsupported media type.',
+  422: 'Well-formed, but refers to something that does not exist.',
+  429: 'Rate-limited; see Retry-After.',
+  503: 'A dependency (database, data module) is unavailable.',
+};
+
+export function defineRoute<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(
+  spec: RouteSpec<P, Q, B>,
+): RouteSpec<P, Q, B> {
+  return spec;
+}
+
+function issuesToDetails(location: string, error: z.ZodError): ErrorDetail[] {
+  return error.issues.map((issue) => ({
+    path: [location, ...issue.path.map(String)].join('.'),
+    message: issue.message,
+  }));
+}
+
+function describeFirst(location: string, details: ErrorDetail[]): string {
+  const first = details[0];
+  if (!first) return `Invalid ${location}`;
+  const name = first.path?.split('.').slice(1).join('.') || location;
+  const noun = location === 'query' ? 'query parameter' : location === 'params' ? 'path parameter' : 'field';
+  return `Invalid ${noun} '${name}': ${first.message}`;
+}
+
+function parsePart<T extends z.ZodType>(location: string, schema: T, value: unknown): z.output<T> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const details = issuesToDetails(location, parsed.error);
+    throw new ValidationError(describeFirst(location, details), details);
+  }
+  return parsed.data;
+}
+
+function requireMediaType(ctx: Context, accepted: string[]) {
+  if (!ctx.request.is(accepted)) {
+    throw new UnsupportedMediaTypeError(
+      `Content-Type must be one of ${accepted.join(', ')}; got ${ctx.get('content-type') || 'none'}`,
+    );
+  }
+}
+
+function toRouterPath(openApiPath: string): string {
+  return openApiPath.replace(/\{([^}]+)\}/g, ':$1');
+}
+
+/** Collects route specs for one service, mounts them on a router and renders their OpenAPI paths. */
+export class RouteRegistry {
+  readonly routes: RouteSpec[] = [];
+
+  add<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(spec: RouteSpec<P, Q, B>) {
+    this.routes.push(spec as unknown as RouteSpec);
+    return this;
+  }
+
+  mount(router: Router) {
+    for (const spec of this.routes) {
+      const validateAndHandle = async (ctx: Context) => {
+        const params = spec.params ? parsePart('params', spec.params, ctx.params) : {};
+        const query = spec.query ? parsePart('query', spec.query, ctx.query) : {};
+        let body: unknown = undefined;
+        if (spec.body) {
+          requireMediaType(ctx, spec.bodyTypes ?? ['application/json']);
+          body = parsePart('body', spec.body, ctx.request.body);
+        }
+        await spec.handler(ctx, { params, query, body } as never);
+      };
+      router[spec.method](spec.operationId, toRouterPath(spec.path), ...(spec.before ?? []), validateAndHandle);
+    }
+  }
+
+  openApiPaths(): ZodOpenApiPathsObject {
+    const paths: ZodOpenApiPathsObject = {};
+    for (const spec of this.routes) {
+      const responses: Record<string, ZodOpenApiResponseObject> = {};
+      for (const [status, response] of Object.entries(spec.responses)) {
+        responses[status] = {
+          description: response.description,
+          ...(response.schema
+            ? { content: { [response.contentType ?? 'application/json']: { schema: response.schema } } }
+            : {}),
+        };
+      }
+      for (const status of new Set([...(spec.body || spec.query || spec.params ? [400] : []), ...(spec.errors ?? [])])) {
+        responses[String(status)] ??= {
+          description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+          content: { 'application/json': { schema: errorBodySchema } },
+        };
+      }
+      const operation: ZodOpenApiOperationObject = {
+        operationId: spec.operationId,
+        summary: spec.summary,
+        ...(spec.description ? { description: spec.description } : {}),
+        tags: spec.tags,
+        ...(spec.security ? { security: spec.security } : {}),
+        requestParams: {
+          ...(spec.params ? { path: spec.params as never } : {}),
+          ...(spec.query ? { query: spec.query as never } : {}),
+        },
+        ...(spec.body
+          ? {
+              requestBody: {
+                required: true,
+                content: Object.fromEntries(
+                  (spec.bodyTypes ?? ['application/json']).map((type) => [type, { schema: spec.body }]),
+                ),
+              },
+            }
+          : {}),
+        responses: responses as ZodOpenApiOperationObject['responses'],
+      };
+      paths[spec.path] = { ...(paths[spec.path] ?? {}), [spec.method]: operation };
+    }
+    return paths;
+  }
+}

@@ -1,0 +1,73 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import { koaBody } from 'koa-body';
+import helmet from 'koa-helmet';
+import type { Logger } from '../logger.ts';
+import { metricsRegistry } from '../metrics.ts';
+import { errorHandler } from './errorHandler.ts';
+import { mountHealthRoutes, Readiness } from './health.ts';
+import { mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
+import { requestContext } from './requestContext.ts';
+import type { RouteRegistry } from './routes.ts';
+
+export interface HttpServiceOptions {
+  name: string;
+  logger: Logger;
+  routes: RouteRegistry;
+  openApi: OpenApiInfo;
+  readiness?: Readiness;
+  /** Largest JSON/text body accepted, e.g. '1mb'. */
+  jsonLimit?: string;
+  /** Middleware placed after the common stack and before the routes (sessions, CSRF, …). */
+  middleware?: Koa.Middleware[];
+  /** Extra routes mounted beside the declared ones (static assets, …). */
+  extend?: (router: Router) => void;
+  /** Trust X-Forwarded-* headers (behind a reverse proxy). */
+  proxy?: boolean;
+}
+
+/**
+ * The Koa stack every service shares: request ids and access logs, one error mapper, security
+ * headers, body parsing with limits, health, metrics, OpenAPI and docs, then the service's routes.
+ */
+export function createHttpService(options: HttpServiceOptions) {
+  const app = new Koa({ proxy: options.proxy ?? false });
+  const readiness = options.readiness ?? new Readiness();
+  const router = new Router();
+
+  app.use(requestContext(options.name, options.logger));
+  app.use(errorHandler(options.logger));
+  app.use(helmet());
+  app.use(
+    koaBody({
+      json: true,
+      text: true,
+      urlencoded: false,
+      multipart: false,
+      jsonLimit: options.jsonLimit ?? '1mb',
+      textLimit: options.jsonLimit ?? '1mb',
+      jsonStrict: false,
+      onError: (error) => {
+        throw error;
+      },
+    }),
+  );
+  for (const middleware of options.middleware ?? []) app.use(middleware);
+
+  mountHealthRoutes(router, readiness);
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metricsRegistry.contentType;
+    ctx.body = await metricsRegistry.metrics();
+  });
+  mountDocsRoutes(router, options.routes, options.openApi);
+  options.extend?.(router);
+  options.routes.mount(router);
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: false }));
+
+  app.on('error', (error: unknown) => {
+    options.logger.debug({ err: error }, 'koa error event');
+  });
+
+  return { app, router, readiness };
+}

@@ -1,0 +1,48 @@
+import { pino, type Logger } from 'pino';
+
+// Secrets never reach the logs: these paths are censored wherever they appear.
+export const REDACTED_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-csrf-token"]',
+  'res.headers["set-cookie"]',
+  'headers.authorization',
+  'headers.cookie',
+  '*.password',
+  '*.token',
+  '*.secret',
+  '*.sessionId',
+  'password',
+  'token',
+  'secret',
+  'connectionString',
+  '*.connectionString',
+];
+
+export type { Logger };
+
+export function createLogger(
+  level: string,
+  destination?: NodeJS.WritableStream | { write(msg: string): void },
+): Logger {
+  return pino(
+    {
+      level,
+      base: { pid: process.pid },
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination as NodeJS.WritableStream | undefined,
+  );
+}
+
+/** A connection string with its password masked, for log lines and doctor output. */
+export function redactDsn(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '[unparseable connection string]';
+  }
+}

@@ -1,0 +1,32 @@
+import type pg from 'pg';
+import type { Config } from './config.ts';
+import { createDatabasePool, createPgPool, type DatabasePool } from './db/pool.ts';
+import { createLogger, type Logger } from './logger.ts';
+
+/** What every process role shares: configuration, one logger and the database pools. */
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  pool: DatabasePool;
+  /** Raw node-postgres pool for COPY and LISTEN. */
+  pgPool: pg.Pool;
+  close(): Promise<void>;
+}
+
+export async function createRuntime(config: Config, logger?: Logger): Promise<Runtime> {
+  const log = logger ?? createLogger(config.LOG_LEVEL);
+  const pool = await createDatabasePool(config.DATABASE_URL);
+  const pgPool = createPgPool(config.DATABASE_URL);
+  let closed = false;
+  return {
+    config,
+    logger: log,
+    pool,
+    pgPool,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.allSettled([pool.end(), pgPool.end()]);
+    },
+  };
+}

@@ -1,0 +1,32 @@
+import pg from 'pg';
+import { migrate } from '../../src/shared/db/migrate.ts';
+import { serverExtensionState } from '../../src/shared/provision.ts';
+import { ADMIN_URL, databaseUrl, dropDatabase, TEMPLATE_DB, TEST_DB_PREFIX, withAdmin } from './database.ts';
+
+/** Builds the migrated template database that every test file clones. */
+export default async function globalSetup() {
+  const state = await serverExtensionState(ADMIN_URL);
+  if (!state.available || !state.preloaded) {
+    throw new Error(
+      'The test suite needs TimescaleDB in the PostgreSQL server at ' +
+        `${ADMIN_URL}; run \`npm run db:provision\` first (as root on Debian).`,
+    );
+  }
+  await withAdmin(async (client) => {
+    const leftovers = await client.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE datname LIKE $1 OR datname = $2`,
+      [`${TEST_DB_PREFIX}%`, TEMPLATE_DB],
+    );
+    for (const { datname } of leftovers.rows) {
+      await client.query(`ALTER DATABASE ${pg.escapeIdentifier(datname)} WITH IS_TEMPLATE false`);
+      await dropDatabase(client, datname);
+    }
+    await client.query(`CREATE DATABASE ${pg.escapeIdentifier(TEMPLATE_DB)}`);
+  });
+  await migrate(databaseUrl(TEMPLATE_DB));
+  await withAdmin(async (client) => {
+    const name = pg.escapeIdentifier(TEMPLATE_DB);
+    await client.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false IS_TEMPLATE true`);
+    await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [TEMPLATE_DB]);
+  });
+}
