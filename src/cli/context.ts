@@ -5,7 +5,10 @@ import { loadConfig, type Config } from '../shared/config.ts';
 export function configFromCommand(command: Command): Config {
   const globals = command.optsWithGlobals<{ 'platform.load.currency'?: string }>();
   const loadCurrencies = globals['platform.load.currency'];
-  return loadConfig(process.env, loadCurrencies === undefined ? {} : { PLATFORM_LOAD_CURRENCIES: loadCurrencies });
+  return loadConfig(
+    process.env,
+    loadCurrencies === undefined ? {} : { PLATFORM_LOAD_CURRENCIES: loadCurrencies },
+  );
 }
 
 export function printJson(value: unknown) {

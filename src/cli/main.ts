@@ -12,7 +12,10 @@ export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 export function buildProgram(): Command {
   const program = new Command('platform')
     .description('Market-data platform: data module, application API, job worker and operations')
-    .option('--platform.load.currency <bool>', 'refresh the currency list from an exchange at start-up (true/false)')
+    .option(
+      '--platform.load.currency <bool>',
+      'refresh the currency list from an exchange at start-up (true/false)',
+    )
     .showHelpAfterError()
     .exitOverride();
   registerStartCommand(program);

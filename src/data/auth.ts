@@ -36,7 +36,8 @@ export function createScopeGuard(pool: DatabasePool, trustedCidrs: string[]) {
       const header = ctx.get('authorization');
       if (!header && isTrusted(clientAddress(ctx))) {
         ctx.state.caller = { name: 'trusted-network', scopes: ['read', 'write'] };
-        return next();
+        await next();
+        return;
       }
       const match = /^Bearer\s+(\S+)$/i.exec(header);
       if (!match?.[1]) throw new UnauthorizedError('A bearer token is required', CHALLENGE);
@@ -50,7 +51,7 @@ export function createScopeGuard(pool: DatabasePool, trustedCidrs: string[]) {
         throw new ForbiddenError(`This route needs the '${scope}' scope`, 'insufficient_scope');
       }
       ctx.state.caller = caller;
-      return next();
+      await next();
     };
   };
 }

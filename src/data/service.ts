@@ -39,7 +39,11 @@ export function createDataService(runtime: Runtime, readiness = new Readiness())
         'Internal system of record for market snapshots, price history and signal inputs. ' +
         'Every /data/** route needs `Authorization: Bearer <token>` (see `platform token create`).',
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A service token with read and/or write scope' },
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A service token with read and/or write scope',
+        },
       },
     },
   });

@@ -43,12 +43,19 @@ export const configSchema = z.object({
     .describe('Comma-separated CIDRs whose callers reach /data/** without a token.'),
   PLATFORM_LOAD_CURRENCIES: booleanFromEnv
     .default(true)
-    .describe('Refresh the currency list from an exchange at start-up (false: use the shipped list).'),
+    .describe(
+      'Refresh the currency list from an exchange at start-up (false: use the shipped list).',
+    ),
   MARKET_SOURCE: z
     .string()
-    .regex(/^[a-z]+(,[a-z]+)*$/, 'a comma-separated list of source names such as simulated,coinbase')
+    .regex(
+      /^[a-z]+(,[a-z]+)*$/,
+      'a comma-separated list of source names such as simulated,coinbase',
+    )
     .default('simulated')
-    .describe('Price source(s) of the harvester: simulated (offline default), coinbase, binance, kraken.'),
+    .describe(
+      'Price source(s) of the harvester: simulated (offline default), coinbase, binance, kraken.',
+    ),
   HARVEST_INTERVAL_SECONDS: z.coerce
     .number()
     .int()

@@ -15,7 +15,10 @@ export interface ServerExtensionState {
 export async function serverExtensionState(url: string): Promise<ServerExtensionState> {
   const admin = new URL(url);
   admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 5000 });
+  const client = new pg.Client({
+    connectionString: admin.toString(),
+    connectionTimeoutMillis: 5000,
+  });
   await client.connect();
   try {
     const { rows } = await client.query<{ available: boolean; preloaded: boolean }>(`

@@ -5,7 +5,12 @@ import { createDataService } from '../../src/data/service.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import type { RunningServer } from '../../src/shared/http/server.ts';
 import { getJson, serve } from '../support/http.ts';
-import { expectedFirstPerBucket, insertCandles, setSnapshot, type Candle } from '../support/prices.ts';
+import {
+  expectedFirstPerBucket,
+  insertCandles,
+  setSnapshot,
+  type Candle,
+} from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 let runtime: TestRuntime;
@@ -49,7 +54,11 @@ describe('GET /data/currency/all', () => {
     await setSnapshot(runtime.pool, 'DOGE', 0.12, at);
     const { status, body } = await getJson(`${server.url}/data/currency/all`, readToken);
     expect(status).toBe(200);
-    expect(body.currencies.map((c: { currencyCode: string }) => c.currencyCode)).toEqual(['BTC', 'ETH', 'DOGE']);
+    expect(body.currencies.map((c: { currencyCode: string }) => c.currencyCode)).toEqual([
+      'BTC',
+      'ETH',
+      'DOGE',
+    ]);
     expect(body.currencies[0]).toEqual({
       currencyName: 'Bitcoin',
       currencyCode: 'BTC',
@@ -84,18 +93,23 @@ describe('GET /data/currency/all', () => {
   test('a revoked token stops working at once', async () => {
     const { token } = await createToken(runtime.pool, 'short-lived', ['read']);
     expect((await getJson(`${server.url}/data/currency/all`, token)).status).toBe(200);
-    await runtime.pool.query(sql.unsafe`UPDATE service_tokens SET revoked_at = now() WHERE name = 'short-lived'`);
+    await runtime.pool.query(
+      sql.unsafe`UPDATE service_tokens SET revoked_at = now() WHERE name = 'short-lived'`,
+    );
     expect((await getJson(`${server.url}/data/currency/all`, token)).status).toBe(401);
   });
 });
 
 describe('GET /data/currency/history/{code}', () => {
-  test.each([60, 7, 90, 3599, 300, 1])('buckets of %i s match a brute-force computation', async (interval) => {
-    const hours = interval === 1 ? 6 : 24;
-    const { status, body } = await history(`hours=${hours}&intervalSeconds=${interval}`);
-    expect(status).toBe(200);
-    expect(body).toEqual(expectedFirstPerBucket(series, interval, new Date(0), new Date(now)));
-  });
+  test.each([60, 7, 90, 3599, 300, 1])(
+    'buckets of %i s match a brute-force computation',
+    async (interval) => {
+      const hours = interval === 1 ? 6 : 24;
+      const { status, body } = await history(`hours=${hours}&intervalSeconds=${interval}`);
+      expect(status).toBe(200);
+      expect(body).toEqual(expectedFirstPerBucket(series, interval, new Date(0), new Date(now)));
+    },
+  );
 
   test('defaults to 24 hours at 60-second spacing; codes are case-insensitive', async () => {
     const { status, body } = await history('', readToken, 'eth');
@@ -195,8 +209,20 @@ describe('service endpoints', () => {
     expect(status).toBe(200);
     expect(body.openapi).toBe('3.1.0');
     const historyOp = body.paths['/data/currency/history/{code}'].get;
-    expect(Object.keys(historyOp.responses).sort()).toEqual(['200', '204', '400', '401', '403', '404', '503']);
-    expect(historyOp.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['code', 'hours', 'intervalSeconds']);
+    expect(Object.keys(historyOp.responses).sort()).toEqual([
+      '200',
+      '204',
+      '400',
+      '401',
+      '403',
+      '404',
+      '503',
+    ]);
+    expect(historyOp.parameters.map((p: { name: string }) => p.name).sort()).toEqual([
+      'code',
+      'hours',
+      'intervalSeconds',
+    ]);
     expect(body.paths['/data/currency/all'].get.responses['200']).toBeDefined();
     expect(body.components.schemas.TimeValue).toBeDefined();
   });
@@ -213,14 +239,20 @@ describe('service endpoints', () => {
 
   test('/metrics exposes the request histogram by route template and process metrics', async () => {
     const { text } = await getJson(`${server.url}/metrics`);
-    expect(text).toMatch(/http_server_request_duration_seconds_bucket\{[^}]*route="\/data\/currency\/history\/:code"/);
+    expect(text).toMatch(
+      /http_server_request_duration_seconds_bucket\{[^}]*route="\/data\/currency\/history\/:code"/,
+    );
     expect(text).toContain('process_cpu_user_seconds_total');
   });
 
   test('every response carries a request id, echoing a sane incoming one', async () => {
-    const echoed = await getJson(`${server.url}/health/live`, undefined, { headers: { 'x-request-id': 'abc-123' } });
+    const echoed = await getJson(`${server.url}/health/live`, undefined, {
+      headers: { 'x-request-id': 'abc-123' },
+    });
     expect(echoed.headers.get('x-request-id')).toBe('abc-123');
-    const generated = await getJson(`${server.url}/health/live`, undefined, { headers: { 'x-request-id': 'bad id\n' } });
+    const generated = await getJson(`${server.url}/health/live`, undefined, {
+      headers: { 'x-request-id': 'bad id\n' },
+    });
     expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 

@@ -5,7 +5,9 @@ import { withDefaultUser } from '../../src/shared/config.ts';
 // Every test file works in its own database, cloned from a template that globalSetup migrated
 // once. Names carry a hash of the checkout's path so parallel checkouts never collide.
 
-export const ADMIN_URL = withDefaultUser(process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres');
+export const ADMIN_URL = withDefaultUser(
+  process.env.TEST_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres',
+);
 const checkoutHash = createHash('sha256').update(process.cwd()).digest('hex').slice(0, 8);
 export const TEMPLATE_DB = `tpl_platform_${checkoutHash}`;
 export const TEST_DB_PREFIX = `t_${checkoutHash}_`;
@@ -48,7 +50,10 @@ export async function createTestDatabase(): Promise<TestDatabase> {
         return;
       } catch (error) {
         if ((error as { code?: string }).code !== '55006' || attempt >= 20) throw error;
-        await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [TEMPLATE_DB]);
+        await client.query(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1',
+          [TEMPLATE_DB],
+        );
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }

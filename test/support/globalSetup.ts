@@ -1,7 +1,14 @@
 import pg from 'pg';
 import { migrate } from '../../src/shared/db/migrate.ts';
 import { serverExtensionState } from '../../src/shared/provision.ts';
-import { ADMIN_URL, databaseUrl, dropDatabase, TEMPLATE_DB, TEST_DB_PREFIX, withAdmin } from './database.ts';
+import {
+  ADMIN_URL,
+  databaseUrl,
+  dropDatabase,
+  TEMPLATE_DB,
+  TEST_DB_PREFIX,
+  withAdmin,
+} from './database.ts';
 
 /** Builds the migrated template database that every test file clones. */
 export default async function globalSetup() {
@@ -27,6 +34,9 @@ export default async function globalSetup() {
   await withAdmin(async (client) => {
     const name = pg.escapeIdentifier(TEMPLATE_DB);
     await client.query(`ALTER DATABASE ${name} WITH ALLOW_CONNECTIONS false IS_TEMPLATE true`);
-    await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [TEMPLATE_DB]);
+    await client.query(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1',
+      [TEMPLATE_DB],
+    );
   });
 }

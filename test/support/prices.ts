@@ -29,7 +29,12 @@ export async function insertCandles(pool: DatabasePool, candles: Candle[], sourc
   `);
 }
 
-export async function setSnapshot(pool: DatabasePool, code: string, price: number, observedAt: Date) {
+export async function setSnapshot(
+  pool: DatabasePool,
+  code: string,
+  price: number,
+  observedAt: Date,
+) {
   await pool.query(sql.unsafe`
     INSERT INTO currency_snapshots (currency_code, price, observed_at, source)
     VALUES (${code}, ${price}, ${sql.timestamp(observedAt)}, 'test')
@@ -38,7 +43,12 @@ export async function setSnapshot(pool: DatabasePool, code: string, price: numbe
 }
 
 /** Brute-force reference: first price of each epoch-aligned bucket, from raw candles in JS. */
-export function expectedFirstPerBucket(candles: Candle[], intervalSeconds: number, from: Date, to: Date) {
+export function expectedFirstPerBucket(
+  candles: Candle[],
+  intervalSeconds: number,
+  from: Date,
+  to: Date,
+) {
   const width = intervalSeconds * 1000;
   const buckets = new Map<number, Candle>();
   for (const c of candles) {

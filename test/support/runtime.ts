@@ -10,7 +10,9 @@ export interface TestRuntime extends Runtime {
 }
 
 /** A runtime on a fresh cloned database, silent unless TEST_LOG_LEVEL says otherwise. */
-export async function createTestRuntime(env: Partial<Record<keyof Config, string>> = {}): Promise<TestRuntime> {
+export async function createTestRuntime(
+  env: Partial<Record<keyof Config, string>> = {},
+): Promise<TestRuntime> {
   const database = await createTestDatabase();
   const config = loadConfig({
     PLATFORM_LOAD_CURRENCIES: 'false',

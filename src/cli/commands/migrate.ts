@@ -15,9 +15,12 @@ export function registerMigrateCommand(program: Command) {
       const database = await ensureDatabase(config.DATABASE_URL);
       const { applied } = await migrate(config.DATABASE_URL, logger);
       if (options.json) return printJson({ database, applied });
-      if (database === 'created') process.stdout.write(`created database ${redactDsn(config.DATABASE_URL)}\n`);
+      if (database === 'created')
+        process.stdout.write(`created database ${redactDsn(config.DATABASE_URL)}\n`);
       process.stdout.write(
-        applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'database is up to date\n',
+        applied.length
+          ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n`
+          : 'database is up to date\n',
       );
     });
 }

@@ -24,11 +24,19 @@ export function registerStartCommand(program: Command) {
   program
     .command('start')
     .description('Provision (if needed), migrate and run the platform')
-    .addOption(new Option('--role <role>', 'which part to run').choices(['all', ...Object.keys(ROLES)]).default('all'))
+    .addOption(
+      new Option('--role <role>', 'which part to run')
+        .choices(['all', ...Object.keys(ROLES)])
+        .default('all'),
+    )
     .action(async (options: { role: string }, command: Command) => {
       const config = configFromCommand(command);
       const logger = createLogger(config.LOG_LEVEL);
-      await startPlatform(config, logger, options.role === 'all' ? Object.keys(ROLES) : [options.role]);
+      await startPlatform(
+        config,
+        logger,
+        options.role === 'all' ? Object.keys(ROLES) : [options.role],
+      );
     });
 }
 
@@ -76,7 +84,9 @@ async function announce(runtime: Runtime, handles: RoleHandle[]) {
     );
   }
   const currencies = await runtime.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM currencies`);
-  process.stdout.write(`\nplatform is running (${String(currencies)} currencies)\n${lines.join('\n')}\n\n`);
+  process.stdout.write(
+    `\nplatform is running (${String(currencies)} currencies)\n${lines.join('\n')}\n\n`,
+  );
 }
 
 function installShutdown(handles: RoleHandle[], runtime: Runtime, logger: Logger) {

@@ -1,9 +1,18 @@
 import { Option, type Command } from 'commander';
 import { createDatabasePool } from '../../shared/db/pool.ts';
-import { createToken, listTokens, revokeToken, SCOPES, type Scope } from '../../data/tokens/tokenStore.ts';
+import {
+  createToken,
+  listTokens,
+  revokeToken,
+  SCOPES,
+  type Scope,
+} from '../../data/tokens/tokenStore.ts';
 import { configFromCommand, printJson } from '../context.ts';
 
-async function withPool<T>(command: Command, work: (pool: Awaited<ReturnType<typeof createDatabasePool>>) => Promise<T>) {
+async function withPool<T>(
+  command: Command,
+  work: (pool: Awaited<ReturnType<typeof createDatabasePool>>) => Promise<T>,
+) {
   const config = configFromCommand(command);
   const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
   try {
@@ -21,12 +30,21 @@ export function registerTokenCommands(program: Command) {
     .description('Create a token and print it once (only its hash is stored)')
     .requiredOption('--name <name>', 'name of the calling service, e.g. analysis')
     .addOption(
-      new Option('--scope <scope...>', 'scopes the token grants (repeatable)').choices(SCOPES).default(['read']),
+      new Option('--scope <scope...>', 'scopes the token grants (repeatable)')
+        .choices(SCOPES)
+        .default(['read']),
     )
     .option('--json', 'print the result as JSON')
     .action(async (options: { name: string; scope: Scope[]; json?: boolean }, command: Command) => {
-      const created = await withPool(command, (pool) => createToken(pool, options.name, options.scope));
-      if (options.json) return printJson({ name: created.info.name, scopes: created.info.scopes, token: created.token });
+      const created = await withPool(command, (pool) =>
+        createToken(pool, options.name, options.scope),
+      );
+      if (options.json)
+        return printJson({
+          name: created.info.name,
+          scopes: created.info.scopes,
+          token: created.token,
+        });
       process.stdout.write(
         `${created.token}\n` +
           `(token '${created.info.name}' with scopes ${created.info.scopes.join(', ')}; it will not be shown again)\n`,

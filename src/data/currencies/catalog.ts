@@ -43,7 +43,9 @@ export async function upsertCurrencies(
 }
 
 export async function knownCurrencyCodes(pool: DatabasePool): Promise<Set<string>> {
-  const codes = await pool.anyFirst(sql.type(z.object({ code: z.string() }))`SELECT code FROM currencies`);
+  const codes = await pool.anyFirst(
+    sql.type(z.object({ code: z.string() }))`SELECT code FROM currencies`,
+  );
   return new Set(codes);
 }
 

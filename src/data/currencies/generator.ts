@@ -1,7 +1,12 @@
 import type { DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { Logger } from '../../shared/logger.ts';
-import { currencyEntrySchema, shippedCurrencies, upsertCurrencies, type CurrencyEntry } from './catalog.ts';
+import {
+  currencyEntrySchema,
+  shippedCurrencies,
+  upsertCurrencies,
+  type CurrencyEntry,
+} from './catalog.ts';
 
 export const DEFAULT_CURRENCY_LIST_URL = 'https://api.coinbase.com/v2/currencies/crypto';
 
@@ -47,7 +52,10 @@ export async function generateCurrencies(
     const listed = await fetchExchangeList(url, options.timeoutMs ?? 5000);
     const shippedCodes = new Set(shipped.map((c) => c.code));
     // The shipped names are curated; the exchange only contributes currencies we do not know.
-    await upsertCurrencies(options.pool, listed.filter((c) => !shippedCodes.has(c.code)));
+    await upsertCurrencies(
+      options.pool,
+      listed.filter((c) => !shippedCodes.has(c.code)),
+    );
     options.logger.info({ url, listed: listed.length }, 'currency list refreshed from exchange');
     return { shipped: shipped.length, fromExchange: listed.length };
   } catch (error) {

@@ -37,7 +37,10 @@ export async function createToken(
     return { token, info };
   } catch (error) {
     if (error instanceof UniqueIntegrityConstraintViolationError) {
-      throw new ConflictError(`A token named '${name}' already exists; revoke it first`, 'token_exists');
+      throw new ConflictError(
+        `A token named '${name}' already exists; revoke it first`,
+        'token_exists',
+      );
     }
     throw error;
   }
@@ -54,7 +57,8 @@ export async function revokeToken(pool: DatabasePool, name: string): Promise<voi
   const revoked = await pool.query(sql.unsafe`
     UPDATE service_tokens SET revoked_at = now() WHERE name = ${name} AND revoked_at IS NULL
   `);
-  if (revoked.rowCount === 0) throw new NotFoundError(`No active token named '${name}'`, 'token_not_found');
+  if (revoked.rowCount === 0)
+    throw new NotFoundError(`No active token named '${name}'`, 'token_not_found');
 }
 
 /** The token's name and scopes when it is known and not revoked; null otherwise. */
@@ -64,7 +68,9 @@ export async function verifyToken(
 ): Promise<{ name: string; scopes: Scope[] } | null> {
   if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
   // last_used_at is refreshed at most once a minute so reads do not turn into a write each.
-  const row = await pool.maybeOne(sql.type(z.object({ name: z.string(), scopes: z.array(z.enum(SCOPES)) }))`
+  const row = await pool.maybeOne(sql.type(
+    z.object({ name: z.string(), scopes: z.array(z.enum(SCOPES)) }),
+  )`
     WITH found AS (
       SELECT id, name, scopes, last_used_at FROM service_tokens
       WHERE token_hash = ${sql.binary(hashToken(token))} AND revoked_at IS NULL

@@ -54,7 +54,9 @@ export async function appliedMigrations(url: string): Promise<string[] | null> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const exists = await client.query('SELECT to_regclass($1) AS t', [MIGRATIONS_TABLE]);
+    const exists = await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [
+      MIGRATIONS_TABLE,
+    ]);
     if (!exists.rows[0]?.t) return null;
     const rows = await client.query<{ name: string }>(
       `SELECT name FROM ${MIGRATIONS_TABLE} ORDER BY run_on, id`,

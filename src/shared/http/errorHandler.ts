@@ -107,14 +107,18 @@ export function errorHandler(logger: Logger) {
       if (ctx.status === 404 && ctx.body === undefined) {
         ctx.status = 404;
         ctx.body = {
-          error: { code: 'not_found', message: `No route for ${ctx.method} ${ctx.path}`, details: [] },
+          error: {
+            code: 'not_found',
+            message: `No route for ${ctx.method} ${ctx.path}`,
+            details: [],
+          },
         } satisfies ErrorBody;
       }
     } catch (error) {
       const { status, body, headers } = toHttpError(error);
       if (status >= 500) {
-        ctx.state.logger?.error({ err: error }, 'request failed') ??
-          logger.error({ err: error }, 'request failed');
+        const requestLogger = (ctx.state.logger as Logger | undefined) ?? logger;
+        requestLogger.error({ err: error }, 'request failed');
       }
       ctx.status = status;
       ctx.set(headers);

@@ -59,7 +59,7 @@ export function mountDocsRoutes(router: Router, registry: RouteRegistry, info: O
     ctx.body = docsPage(info.title);
   });
   router.get('/docs/assets/:file', async (ctx: Context) => {
-    const file = String(ctx.params.file);
+    const file = String((ctx.params as Record<string, string>).file);
     if (file === 'init.js') {
       ctx.type = 'application/javascript; charset=utf-8';
       ctx.body = docsInit;

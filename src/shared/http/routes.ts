@@ -91,7 +91,8 @@ function describeFirst(location: string, details: ErrorDetail[]): string {
   const first = details[0];
   if (!first) return `Invalid ${location}`;
   const name = first.path?.split('.').slice(1).join('.') || location;
-  const noun = location === 'query' ? 'query parameter' : location === 'params' ? 'path parameter' : 'field';
+  const noun =
+    location === 'query' ? 'query parameter' : location === 'params' ? 'path parameter' : 'field';
   return `Invalid ${noun} '${name}': ${first.message}`;
 }
 
@@ -121,7 +122,7 @@ export class RouteRegistry {
   readonly routes: RouteSpec[] = [];
 
   add<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(spec: RouteSpec<P, Q, B>) {
-    this.routes.push(spec as unknown as RouteSpec);
+    this.routes.push(spec);
     return this;
   }
 
@@ -135,9 +136,14 @@ export class RouteRegistry {
           requireMediaType(ctx, spec.bodyTypes ?? ['application/json']);
           body = parsePart('body', spec.body, ctx.request.body);
         }
-        await spec.handler(ctx, { params, query, body } as never);
+        await spec.handler(ctx, { params, query, body });
       };
-      router[spec.method](spec.operationId, toRouterPath(spec.path), ...(spec.before ?? []), validateAndHandle);
+      router[spec.method](
+        spec.operationId,
+        toRouterPath(spec.path),
+        ...(spec.before ?? []),
+        validateAndHandle,
+      );
     }
   }
 
@@ -149,11 +155,18 @@ export class RouteRegistry {
         responses[status] = {
           description: response.description,
           ...(response.schema
-            ? { content: { [response.contentType ?? 'application/json']: { schema: response.schema } } }
+            ? {
+                content: {
+                  [response.contentType ?? 'application/json']: { schema: response.schema },
+                },
+              }
             : {}),
         };
       }
-      for (const status of new Set([...(spec.body || spec.query || spec.params ? [400] : []), ...(spec.errors ?? [])])) {
+      for (const status of new Set([
+        ...(spec.body || spec.query || spec.params ? [400] : []),
+        ...(spec.errors ?? []),
+      ])) {
         responses[String(status)] ??= {
           description: ERROR_DESCRIPTIONS[status] ?? 'Error',
           content: { 'application/json': { schema: errorBodySchema } },
@@ -174,12 +187,15 @@ export class RouteRegistry {
               requestBody: {
                 required: true,
                 content: Object.fromEntries(
-                  (spec.bodyTypes ?? ['application/json']).map((type) => [type, { schema: spec.body }]),
+                  (spec.bodyTypes ?? ['application/json']).map((type) => [
+                    type,
+                    { schema: spec.body },
+                  ]),
                 ),
               },
             }
           : {}),
-        responses: responses as ZodOpenApiOperationObject['responses'],
+        responses: responses,
       };
       paths[spec.path] = { ...(paths[spec.path] ?? {}), [spec.method]: operation };
     }

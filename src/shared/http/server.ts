@@ -11,7 +11,8 @@ export interface RunningServer {
 }
 
 export async function listen(app: Koa, host: string, port: number): Promise<RunningServer> {
-  const server = http.createServer(app.callback());
+  const handler = app.callback();
+  const server = http.createServer((req, res) => void handler(req, res));
   // Slow clients must not hold sockets forever.
   server.headersTimeout = 30_000;
   server.requestTimeout = 120_000;

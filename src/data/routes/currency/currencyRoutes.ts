@@ -37,7 +37,9 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
       security: bearerSecurity('read'),
       before: [deps.requireScope('read')],
       query: currencyListQuery,
-      responses: { 200: { description: 'Snapshot of current values', schema: displayCurrencyListSchema } },
+      responses: {
+        200: { description: 'Snapshot of current values', schema: displayCurrencyListSchema },
+      },
       errors: [401, 403, 503],
       handler: async (ctx, { query }) => {
         const rows = await deps.pool.any(sql.type(displayRow)`
@@ -84,7 +86,12 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
           throw new ValidationError(
             `The request would return up to ${points} points, more than the limit of ${deps.maxPoints}; ` +
               'use a larger intervalSeconds or the streaming export route',
-            [{ path: 'query.intervalSeconds', message: `at most ${deps.maxPoints} points per answer` }],
+            [
+              {
+                path: 'query.intervalSeconds',
+                message: `at most ${deps.maxPoints} points per answer`,
+              },
+            ],
             'too_many_points',
           );
         }
@@ -103,7 +110,10 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
           ctx.status = 204;
           return;
         }
-        ctx.body = rows.map((row) => ({ timestamp: row.timestamp.toISOString(), value: row.value }));
+        ctx.body = rows.map((row) => ({
+          timestamp: row.timestamp.toISOString(),
+          value: row.value,
+        }));
       },
     }),
   );

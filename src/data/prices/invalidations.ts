@@ -1,0 +1,29 @@
+import { sql, type CommonQueryMethods } from 'slonik';
+
+export interface TouchedRange {
+  code: string;
+  /** Earliest candle time written. */
+  from: Date;
+  /** Latest candle time written (inclusive). */
+  to: Date;
+}
+
+/**
+ * Records the time ranges a write touched so the rollups recompute them. Call it in the same
+ * transaction as the write: then a crash can never leave written rows without their mark.
+ */
+export async function markTouchedRanges(
+  db: CommonQueryMethods,
+  ranges: TouchedRange[],
+): Promise<void> {
+  if (ranges.length === 0) return;
+  const rows = ranges.map((r) => ({
+    code: r.code,
+    from: r.from.toISOString(),
+    to: r.to.toISOString(),
+  }));
+  await db.query(sql.unsafe`
+    INSERT INTO price_invalidations (currency_code, range_start, range_end)
+    SELECT code, "from", "to" FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS x(code text, "from" timestamptz, "to" timestamptz)
+  `);
+}
