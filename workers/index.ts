@@ -8,3 +8,9 @@ import type { Runtime } from '../src/shared/runtime.ts';
 export function createTaskList(_runtime: Runtime): TaskList {
   return {};
 }
+
+/**
+ * Recurring jobs in graphile-worker's crontab syntax (UTC, minute-grained; distributed-safe: each
+ * slot runs once across all workers). Sub-minute cadences need their own scheduling.
+ */
+export const crontab: string[] = [];

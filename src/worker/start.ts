@@ -1,5 +1,5 @@
 import { run, type Runner, type TaskList } from 'graphile-worker';
-import { createTaskList } from '../../workers/index.ts';
+import { createTaskList, crontab } from '../../workers/index.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { workerLogger } from './logger.ts';
@@ -17,6 +17,7 @@ export async function startWorkerRunner(
   return run({
     pgPool: runtime.pgPool,
     taskList: options.taskList ?? createTaskList(runtime),
+    crontab: options.taskList ? '' : crontab.join('\n'),
     concurrency: options.concurrency ?? 4,
     noHandleSignals: true,
     logger: workerLogger(runtime.logger),
