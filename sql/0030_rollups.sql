@@ -19,6 +19,12 @@ CREATE TABLE rollup_watermarks (
 CREATE INDEX price_invalidations_code ON price_invalidations (currency_code, range_start);
 
 DO $rollups$
+DECLARE
+  batching boolean;
+  level text;
+  lag interval;
+  cadence interval;
+  batch int;
 BEGIN
   IF current_setting('timescaledb.license', true) = 'timescale' THEN
     CREATE MATERIALIZED VIEW candles_1m
@@ -55,13 +61,25 @@ BEGIN
       WITH NO DATA;
 
     -- end_offset keeps the still-filling bucket out of the materialisation; real-time
-    -- aggregation serves it (and everything newer) from the level below.
-    PERFORM add_continuous_aggregate_policy('candles_1m', start_offset => NULL,
-      end_offset => INTERVAL '2 minutes', schedule_interval => INTERVAL '1 minute');
-    PERFORM add_continuous_aggregate_policy('candles_1h', start_offset => NULL,
-      end_offset => INTERVAL '1 hour', schedule_interval => INTERVAL '5 minutes');
-    PERFORM add_continuous_aggregate_policy('candles_1d', start_offset => NULL,
-      end_offset => INTERVAL '1 day', schedule_interval => INTERVAL '1 hour');
+    -- aggregation serves it (and everything newer) from the level below. Since 2.19 policies
+    -- refresh in batches of `buckets_per_batch` buckets, one bucket by default: a first refresh
+    -- of a year of minutes would take half a million transactions, so batches span days instead.
+    batching := EXISTS (
+      SELECT 1 FROM pg_proc
+      WHERE proname = 'add_continuous_aggregate_policy'
+        AND pg_get_function_arguments(oid) LIKE '%buckets_per_batch%'
+    );
+    FOR level, lag, cadence, batch IN
+      VALUES ('candles_1m', INTERVAL '2 minutes', INTERVAL '1 minute', 10080),
+             ('candles_1h', INTERVAL '1 hour', INTERVAL '5 minutes', 720),
+             ('candles_1d', INTERVAL '1 day', INTERVAL '1 hour', 0)
+    LOOP
+      EXECUTE format(
+        'SELECT add_continuous_aggregate_policy(%L, start_offset => NULL, end_offset => %L::interval, '
+        'schedule_interval => %L::interval%s)',
+        level, lag, cadence,
+        CASE WHEN batching THEN format(', buckets_per_batch => %s', batch) ELSE '' END);
+    END LOOP;
   ELSE
     CREATE TABLE candles_1m (
       currency_code text             NOT NULL,

@@ -69,6 +69,15 @@ export const configSchema = z.object({
     .min(1)
     .default(50000)
     .describe('Most points one history answer may hold; larger requests go to the export route.'),
+  ROLLUP_SETTLE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(86_400)
+    .default(120)
+    .describe(
+      'Rollup tables materialise only buckets that ended this long ago; newer writes may still be in flight (older ones must be marked with markTouchedRanges).',
+    ),
   SESSION_KEYS: z
     .string()
     .optional()

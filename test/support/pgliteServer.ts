@@ -78,6 +78,8 @@ class Backend {
   }
 
   async acquire(connection: Connection) {
+    if (process.env.PGLITE_DEBUG && this.owner && this.owner !== connection)
+      console.error('[pglite] wait');
     while (this.owner !== null && this.owner !== connection) {
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
@@ -165,8 +167,19 @@ class Connection {
   private async run(batch: Buffer) {
     await this.backend.acquire(this);
     let reply: Uint8Array;
+    const started = Date.now();
     try {
       reply = await this.backend.exec(batch);
+      if (process.env.PGLITE_DEBUG) {
+        console.error(
+          `[pglite] ${Date.now() - started} ms`,
+          batch
+            .subarray(0, 300)
+            .toString('latin1')
+            .replace(/[^ -~]+/g, ' '),
+          lastReadyStatus(reply),
+        );
+      }
     } catch (error) {
       this.backend.release(this);
       this.socket.destroy(error as Error);

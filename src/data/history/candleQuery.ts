@@ -1,0 +1,309 @@
+import { sql, type DatabasePool, type SqlToken as SqlFragment } from 'slonik';
+import { z } from 'zod';
+import { ValidationError } from '../../shared/errors.ts';
+import { LEVELS, type RollupMode } from './levels.ts';
+import {
+  mergeIntervals,
+  planSegments,
+  usableLevels,
+  type BucketGrid,
+  type RollupFreshness,
+  type Segment,
+} from './planner.ts';
+import { readFreshness, rollupMode } from './rollupState.ts';
+import { zoneOffsetSeconds, zoneOffsetsOver } from './timeZones.ts';
+
+export type FillMode = 'none' | 'null' | 'previous' | 'linear';
+
+export interface CandleRequest {
+  code: string;
+  /** Rows at or after `from` and before `to` are counted. */
+  from: Date;
+  to: Date;
+  intervalSeconds: number;
+  fill: FillMode;
+  /** IANA zone for calendar alignment; absent: buckets in UTC aligned to the epoch. */
+  timeZone?: string;
+  /** Buckets are aligned to this instant (default: the epoch, or with a zone local midnight of Monday 2000-01-03). */
+  origin?: Date;
+  /** Shifts every bucket boundary by this many seconds. */
+  offsetSeconds?: number;
+}
+
+export const candleRow = z.object({
+  timestamp: z.date(),
+  open: z.number().nullable(),
+  high: z.number().nullable(),
+  low: z.number().nullable(),
+  close: z.number().nullable(),
+  volume: z.number(),
+  count: z.number(),
+});
+export type CandleRow = z.infer<typeof candleRow>;
+
+// Time-zone-aligned buckets default to TimescaleDB's origin: local midnight of Monday 2000-01-03,
+// so days start at local midnight and weeks on Mondays.
+const LOCAL_DEFAULT_ORIGIN_SECONDS = Date.UTC(2000, 0, 3) / 1000;
+// Beyond this many pending invalidations the planner treats their hull as one stale range:
+// coarser, still exact, and the statement stays small.
+const MAX_STALE_RANGES = 32;
+
+/** The bucket grid of a request, in local wall-clock seconds (see planner.ts). */
+export function bucketGrid(request: CandleRequest): BucketGrid {
+  const offset = request.offsetSeconds ?? 0;
+  if (!request.timeZone) {
+    const origin = request.origin ? request.origin.getTime() / 1000 : 0;
+    return {
+      widthSeconds: request.intervalSeconds,
+      originSeconds: origin + offset,
+      zoneOffsetsSeconds: [0],
+    };
+  }
+  const zone = request.timeZone;
+  const origin = request.origin
+    ? request.origin.getTime() / 1000 + zoneOffsetSeconds(zone, request.origin.getTime())
+    : LOCAL_DEFAULT_ORIGIN_SECONDS;
+  return {
+    widthSeconds: request.intervalSeconds,
+    originSeconds: origin + offset,
+    zoneOffsetsSeconds: zoneOffsetsOver(zone, request.from.getTime(), request.to.getTime()),
+  };
+}
+
+/** Which sources answer which part of the window (exported for tests and EXPLAIN tooling). */
+export async function planRequest(
+  pool: DatabasePool,
+  request: CandleRequest,
+): Promise<{ mode: RollupMode; segments: Segment[] }> {
+  const mode = await rollupMode(pool);
+  const freshness = await readFreshness(pool, mode, request.code, request.from, request.to);
+  const levels = usableLevels(bucketGrid(request));
+  const segments = planSegments(
+    { start: request.from.getTime(), end: request.to.getTime() },
+    levels,
+    boundStale(freshness),
+  );
+  return { mode, segments };
+}
+
+function boundStale(freshness: RollupFreshness): RollupFreshness {
+  if (freshness.stale.length <= MAX_STALE_RANGES) return freshness;
+  const merged = mergeIntervals(freshness.stale);
+  return {
+    ...freshness,
+    stale: [{ start: merged[0]!.start, end: Math.max(...merged.map((r) => r.end)) }],
+  };
+}
+
+/** OHLCV candles of one currency, ascending, gap-filled as asked. */
+export async function queryCandles(
+  pool: DatabasePool,
+  request: CandleRequest,
+): Promise<readonly CandleRow[]> {
+  const { segments } = await planRequest(pool, request);
+  return withZoneErrors(request, () => pool.any(candleQuery(request, segments)));
+}
+
+/**
+ * Streams the same answer as queryCandles row by row through a cursor, so memory stays flat
+ * whatever the window. The transaction lifts the statement timeout for this query only: a
+ * cursor read by a slow client may legitimately stay open for minutes.
+ */
+export async function streamCandles(
+  pool: DatabasePool,
+  request: CandleRequest,
+  consume: (rows: AsyncIterable<CandleRow>) => Promise<void>,
+): Promise<void> {
+  const { segments } = await planRequest(pool, request);
+  let consumed: Promise<void> = Promise.resolve();
+  await withZoneErrors(request, () =>
+    pool.transaction(async (tx) => {
+      await tx.query(sql.unsafe`SET LOCAL statement_timeout = 0`);
+      await tx.stream(candleQuery(request, segments), (stream) => {
+        consumed = consume(rowsOf(stream));
+        consumed.catch((error: unknown) => stream.destroy(error as Error));
+      });
+    }),
+  );
+  // The cursor is closed once the last row is buffered; the consumer may still be writing.
+  await consumed;
+}
+
+async function* rowsOf(stream: AsyncIterable<{ data: CandleRow }>): AsyncIterable<CandleRow> {
+  for await (const item of stream) yield item.data;
+}
+
+/** PostgreSQL's and the runtime's zone lists can differ; a zone only the runtime knows is a 400. */
+async function withZoneErrors<T>(request: CandleRequest, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    const message = String((error as { cause?: { message?: string } }).cause?.message ?? error);
+    if (request.timeZone && /time zone .* not recognized/.test(message)) {
+      throw new ValidationError(`Unknown time zone '${request.timeZone}'`, [
+        { path: 'query.tz', message: 'not a time zone the database knows' },
+      ]);
+    }
+    throw error;
+  }
+}
+
+const ts = (ms: number | Date) =>
+  sql.fragment`${new Date(typeof ms === 'number' ? ms : ms.getTime()).toISOString()}::timestamptz`;
+
+function bucketWidth(request: CandleRequest) {
+  return sql.fragment`make_interval(secs => ${request.intervalSeconds}::float8)`;
+}
+
+/** time_bucket of a timestamptz expression on the request's grid. */
+function bucketOf(request: CandleRequest, value: SqlFragment): SqlFragment {
+  const width = bucketWidth(request);
+  const offset = request.offsetSeconds ?? 0;
+  if (!request.timeZone) {
+    const origin = (request.origin?.getTime() ?? 0) + offset * 1000;
+    return sql.fragment`time_bucket(${width}, ${value}, ${ts(origin)})`;
+  }
+  const origin = request.origin ? ts(request.origin) : sql.fragment`NULL::timestamptz`;
+  return sql.fragment`time_bucket(${width}, ${value}, ${request.timeZone}::text,
+    origin => ${origin}, "offset" => make_interval(secs => ${offset}::float8))`;
+}
+
+function segmentSource(code: string, segment: Segment): SqlFragment {
+  if (segment.source === 'raw') {
+    return sql.fragment`
+      SELECT time AS t, open, high, low, close, volume, 1::bigint AS count,
+             time AS first_time, time AS last_time
+      FROM price_observations
+      WHERE currency_code = ${code} AND time >= ${ts(segment.start)} AND time < ${ts(segment.end)}`;
+  }
+  const level = LEVELS.find((l) => l.name === segment.source)!;
+  return sql.fragment`
+    SELECT bucket AS t, open, high, low, close, volume, count, first_time, last_time
+    FROM ${sql.identifier([level.relation])}
+    WHERE currency_code = ${code} AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}`;
+}
+
+/**
+ * The whole answer in one statement: sub-buckets from the planned sources, merged exactly into
+ * the request's buckets (open = first open by observation time, close = last close, extremes,
+ * sums), then gap-filled over the grid of bucket starts.
+ */
+export function candleQuery(request: CandleRequest, segments: Segment[]) {
+  const parts = sql.join(
+    segments.map((segment) => segmentSource(request.code, segment)),
+    sql.fragment` UNION ALL `,
+  );
+  const data = sql.fragment`
+    SELECT ${bucketOf(request, sql.fragment`t`)} AS bucket,
+           first(open, first_time) AS open, max(high) AS high, min(low) AS low,
+           last(close, last_time) AS close, sum(volume) AS volume, sum(count)::bigint AS count
+    FROM (${parts}) AS parts
+    GROUP BY 1`;
+  if (request.fill === 'none') {
+    return sql.type(candleRow)`
+      WITH data AS (${data})
+      SELECT bucket AS timestamp, open, high, low, close, volume, count FROM data ORDER BY 1`;
+  }
+  const joined = sql.fragment`
+    data AS (${data}),
+    grid AS (${gridQuery(request)}),
+    joined AS (
+      SELECT coalesce(g.bucket, d.bucket) AS bucket, d.open, d.high, d.low, d.close,
+             coalesce(d.volume, 0) AS volume, coalesce(d.count, 0)::bigint AS count
+      FROM grid g FULL JOIN data d ON d.bucket = g.bucket
+    )`;
+  if (request.fill === 'null') {
+    return sql.type(candleRow)`
+      WITH ${joined}
+      SELECT bucket AS timestamp, open, high, low, close, volume, count FROM joined ORDER BY 1`;
+  }
+  if (request.fill === 'previous') {
+    return sql.type(candleRow)`
+      WITH ${joined},
+      marked AS (SELECT *, count(close) OVER (ORDER BY bucket) AS run FROM joined),
+      filled AS (
+        SELECT *, coalesce(first_value(close) OVER (PARTITION BY run ORDER BY bucket),
+                           (${lastCloseBefore(request)})) AS carried
+        FROM marked
+      )
+      SELECT bucket AS timestamp,
+             coalesce(open, carried) AS open, coalesce(high, carried) AS high,
+             coalesce(low, carried) AS low, coalesce(close, carried) AS close, volume, count
+      FROM filled ORDER BY 1`;
+  }
+  return sql.type(candleRow)`
+    WITH ${joined},
+    before AS (
+      SELECT time, close FROM price_observations
+      WHERE currency_code = ${request.code} AND time < ${ts(request.from)}
+      ORDER BY time DESC LIMIT 1
+    ),
+    after AS (
+      SELECT time, close FROM price_observations
+      WHERE currency_code = ${request.code} AND time >= ${ts(request.to)}
+      ORDER BY time LIMIT 1
+    ),
+    marked AS (
+      SELECT *, count(close) OVER (ORDER BY bucket) AS prev_run,
+                count(close) OVER (ORDER BY bucket DESC) AS next_run
+      FROM joined
+    ),
+    anchored AS (
+      SELECT m.*,
+             CASE WHEN prev_run = 0 THEN (SELECT close FROM before)
+                  ELSE first_value(close) OVER (PARTITION BY prev_run ORDER BY bucket) END AS y0,
+             CASE WHEN prev_run = 0 THEN (SELECT time FROM before)
+                  ELSE first_value(bucket) OVER (PARTITION BY prev_run ORDER BY bucket) END AS x0,
+             CASE WHEN next_run = 0 THEN (SELECT close FROM after)
+                  ELSE first_value(close) OVER (PARTITION BY next_run ORDER BY bucket DESC) END AS y1,
+             CASE WHEN next_run = 0 THEN (SELECT time FROM after)
+                  ELSE first_value(bucket) OVER (PARTITION BY next_run ORDER BY bucket DESC) END AS x1
+      FROM marked m
+    ),
+    interpolated AS (
+      SELECT *,
+             CASE WHEN close IS NOT NULL THEN NULL
+                  WHEN y0 IS NULL OR y1 IS NULL THEN NULL
+                  WHEN x1 <= x0 THEN y0
+                  ELSE y0 + (y1 - y0) * least(1, greatest(0,
+                         extract(epoch FROM bucket - x0) / extract(epoch FROM x1 - x0)))::float8
+             END AS line
+      FROM anchored
+    )
+    SELECT bucket AS timestamp,
+           coalesce(open, line) AS open, coalesce(high, line) AS high,
+           coalesce(low, line) AS low, coalesce(close, line) AS close, volume, count
+    FROM interpolated ORDER BY 1`;
+}
+
+function lastCloseBefore(request: CandleRequest) {
+  return sql.fragment`
+    SELECT close FROM price_observations
+    WHERE currency_code = ${request.code} AND time < ${ts(request.from)}
+    ORDER BY time DESC LIMIT 1`;
+}
+
+/**
+ * Start of every bucket that overlaps [from, to). In a zone the grid is walked in local wall-clock
+ * time and each step mapped back through the same time_bucket, so DST days get their 23 or 25
+ * hours and every start matches the data's buckets exactly.
+ */
+function gridQuery(request: CandleRequest): SqlFragment {
+  const width = bucketWidth(request);
+  const first = bucketOf(request, ts(request.from));
+  if (!request.timeZone) {
+    return sql.fragment`
+      SELECT generate_series(${first}, ${ts(request.to)} - interval '1 microsecond', ${width}) AS bucket`;
+  }
+  const zone = sql.fragment`${request.timeZone}::text`;
+  return sql.fragment`
+    SELECT DISTINCT ${bucketOf(request, sql.fragment`(local AT TIME ZONE ${zone})`)} AS bucket
+    FROM generate_series((${first}) AT TIME ZONE ${zone}, ${ts(request.to)} AT TIME ZONE ${zone}, ${width}) AS local
+    WHERE ${bucketOf(request, sql.fragment`(local AT TIME ZONE ${zone})`)} < ${ts(request.to)}`;
+}
+
+/** Upper bound of the number of buckets a request can produce (for the point cap). */
+export function maxBuckets(request: CandleRequest): number {
+  const span = (request.to.getTime() - request.from.getTime()) / 1000;
+  return Math.ceil(span / request.intervalSeconds) + 1;
+}

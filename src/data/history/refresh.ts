@@ -1,0 +1,333 @@
+import {
+  sql,
+  type CommonQueryMethods,
+  type DatabasePool,
+  type SqlToken as SqlFragment,
+} from 'slonik';
+import { z } from 'zod';
+import { floorTo, LEVELS, type Level, type LevelName, type RollupMode } from './levels.ts';
+import { mergeIntervals, type Interval } from './planner.ts';
+import { rollupMode } from './rollupState.ts';
+
+// Keeps the rollups in step with price_observations.
+//
+// Apache edition (rollup tables): each step is one transaction under an advisory lock. It takes
+// pending invalidations, recomputes exactly the buckets they touched below each level's
+// watermark, then materialises complete buckets from the watermark forward, level by level
+// (1m from raw, 1h from 1m, 1d from 1h). Re-running a step changes nothing; a second worker
+// finding the lock taken skips.
+//
+// Timescale edition (continuous aggregates): the refresh policies materialise new data, and
+// TimescaleDB logs backfills itself; this re-materialises the invalidated ranges at once, so the
+// planner may read those ranges from the aggregates again, and then deletes the marks.
+
+const REFRESH_LOCK_KEY = 727_100_030;
+const INVALIDATIONS_PER_STEP = 10_000;
+
+export interface RefreshOptions {
+  /** Buckets that ended less than this long ago are left to the planner (in-flight writes). */
+  settleSeconds?: number;
+  /** Most raw time one transaction materialises, so a long catch-up commits as it goes. */
+  maxStepSeconds?: number;
+  /** Stop stepping after this long; the next run continues from the watermarks. */
+  timeBudgetMs?: number;
+  /** Continuous aggregates: also run the refresh policies now (tests, benchmarks, doctor). */
+  runPolicies?: boolean;
+}
+
+export interface RefreshResult {
+  mode: RollupMode;
+  /** Transactions committed (rollup tables) or levels refreshed (continuous aggregates). */
+  steps: number;
+  invalidationsConsumed: number;
+  /** False when the time budget ran out (or another worker held the lock) before catching up. */
+  caughtUp: boolean;
+  skipped: boolean;
+}
+
+export async function refreshRollups(
+  pool: DatabasePool,
+  options: RefreshOptions = {},
+): Promise<RefreshResult> {
+  const mode = await rollupMode(pool);
+  return mode === 'continuous' ? refreshContinuous(pool, options) : refreshTables(pool, options);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rollup tables
+
+const watermarkRow = z.object({ level: z.string(), watermark: z.date().nullable(), now: z.date() });
+const invalidationRow = z.object({ code: z.string(), start: z.date(), end: z.date() });
+const instantRow = z.object({ t: z.date().nullable() });
+
+async function refreshTables(pool: DatabasePool, options: RefreshOptions): Promise<RefreshResult> {
+  const settleMs = (options.settleSeconds ?? 120) * 1000;
+  const maxStepMs = (options.maxStepSeconds ?? 7 * 86_400) * 1000;
+  const deadline = Date.now() + (options.timeBudgetMs ?? 50_000);
+  const result: RefreshResult = {
+    mode: 'tables',
+    steps: 0,
+    invalidationsConsumed: 0,
+    caughtUp: false,
+    skipped: false,
+  };
+  for (;;) {
+    const step = await pool.transaction((tx) => refreshStep(tx, settleMs, maxStepMs));
+    if (step === 'locked') {
+      result.skipped = result.steps === 0;
+      return result;
+    }
+    result.steps += 1;
+    result.invalidationsConsumed += step.invalidations;
+    if (step.caughtUp) {
+      result.caughtUp = true;
+      return result;
+    }
+    if (Date.now() >= deadline) return result;
+  }
+}
+
+async function refreshStep(
+  tx: CommonQueryMethods,
+  settleMs: number,
+  maxStepMs: number,
+): Promise<'locked' | { invalidations: number; caughtUp: boolean }> {
+  const locked = await tx.oneFirst(
+    sql.type(
+      z.object({ ok: z.boolean() }),
+    )`SELECT pg_try_advisory_xact_lock(${REFRESH_LOCK_KEY}) AS ok`,
+  );
+  if (!locked) return 'locked';
+  const marks = await tx.any(sql.type(watermarkRow)`
+    SELECT level, watermark, now() AS now FROM rollup_watermarks FOR UPDATE
+  `);
+  const now = marks[0]?.now.getTime() ?? Date.now();
+  const old = new Map(marks.map((m) => [m.level, m.watermark?.getTime() ?? null]));
+  const invalidations = await tx.any(sql.type(invalidationRow)`
+    DELETE FROM price_invalidations
+    WHERE id IN (SELECT id FROM price_invalidations ORDER BY id LIMIT ${INVALIDATIONS_PER_STEP})
+    RETURNING currency_code AS code, range_start AS start, range_end AS "end"
+  `);
+
+  const fresh = new Map<LevelName, number | null>();
+  let caughtUp = invalidations.length < INVALIDATIONS_PER_STEP;
+  for (const [index, level] of LEVELS.entries()) {
+    const below = index === 0 ? null : LEVELS[index - 1]!;
+    const width = level.seconds * 1000;
+    const previous = old.get(level.name) ?? null;
+    if (previous !== null) {
+      await recomputeRanges(tx, level, below, staleRanges(invalidations, width, previous));
+    }
+    const limit =
+      below === null
+        ? floorTo(now - settleMs, width)
+        : floorTo(fresh.get(below.name) ?? -Infinity, width);
+    let start = previous;
+    if (start === null && Number.isFinite(limit)) {
+      const first = await tx.one(sql.type(instantRow)`
+        SELECT min(${sql.identifier([below === null ? 'time' : 'bucket'])}) AS t
+        FROM ${sql.identifier([below === null ? 'price_observations' : below.relation])}
+      `);
+      start = first.t === null ? null : floorTo(first.t.getTime(), width);
+    }
+    let next = previous;
+    if (start !== null && start < limit) {
+      const end = below === null ? Math.min(limit, start + maxStepMs) : limit;
+      await materialise(tx, level, below, { start, end });
+      next = end;
+      if (end < limit) caughtUp = false;
+    } else if (start !== null && previous === null) {
+      next = start;
+    }
+    fresh.set(level.name, next);
+    await tx.query(sql.unsafe`
+      UPDATE rollup_watermarks
+      SET watermark = ${next === null ? null : new Date(next).toISOString()}::timestamptz,
+          refreshed_at = now()
+      WHERE level = ${level.name}
+    `);
+  }
+  return { invalidations: invalidations.length, caughtUp };
+}
+
+interface CodeRange extends Interval {
+  code: string;
+}
+
+/** The level's buckets touched by the invalidations, below its watermark, merged per currency. */
+function staleRanges(
+  invalidations: readonly z.infer<typeof invalidationRow>[],
+  width: number,
+  watermark: number,
+): CodeRange[] {
+  const byCode = new Map<string, Interval[]>();
+  for (const mark of invalidations) {
+    const start = floorTo(mark.start.getTime(), width);
+    const end = Math.min(floorTo(mark.end.getTime(), width) + width, watermark);
+    if (start >= end) continue;
+    const list = byCode.get(mark.code) ?? [];
+    list.push({ start, end });
+    byCode.set(mark.code, list);
+  }
+  return [...byCode].flatMap(([code, list]) =>
+    mergeIntervals(list).map((range) => ({ code, ...range })),
+  );
+}
+
+/** The aggregate that builds one level's buckets from the level below (or raw rows). */
+function aggregateFrom(
+  level: Level,
+  below: Level | null,
+): { from: SqlFragment; select: SqlFragment; time: SqlFragment } {
+  const width = sql.fragment`make_interval(secs => ${level.seconds}::float8)`;
+  if (below === null) {
+    return {
+      from: sql.fragment`price_observations`,
+      time: sql.fragment`time`,
+      select: sql.fragment`
+        currency_code, time_bucket(${width}, time) AS bucket,
+        first(open, time) AS open, max(high) AS high, min(low) AS low, last(close, time) AS close,
+        sum(volume) AS volume, count(*) AS count, min(time) AS first_time, max(time) AS last_time`,
+    };
+  }
+  return {
+    from: sql.identifier([below.relation]),
+    time: sql.fragment`bucket`,
+    select: sql.fragment`
+      currency_code, time_bucket(${width}, bucket) AS bucket,
+      first(open, first_time) AS open, max(high) AS high, min(low) AS low,
+      last(close, last_time) AS close, sum(volume) AS volume, sum(count)::bigint AS count,
+      min(first_time) AS first_time, max(last_time) AS last_time`,
+  };
+}
+
+const COLUMNS = sql.fragment`(currency_code, bucket, open, high, low, close, volume, count, first_time, last_time)`;
+
+async function materialise(
+  tx: CommonQueryMethods,
+  level: Level,
+  below: Level | null,
+  range: Interval,
+) {
+  const target = sql.identifier([level.relation]);
+  const source = aggregateFrom(level, below);
+  const start = new Date(range.start).toISOString();
+  const end = new Date(range.end).toISOString();
+  await tx.query(sql.unsafe`
+    DELETE FROM ${target} WHERE bucket >= ${start}::timestamptz AND bucket < ${end}::timestamptz
+  `);
+  await tx.query(sql.unsafe`
+    INSERT INTO ${target} ${COLUMNS}
+    SELECT ${source.select}
+    FROM ${source.from}
+    WHERE ${source.time} >= ${start}::timestamptz AND ${source.time} < ${end}::timestamptz
+    GROUP BY 1, 2
+  `);
+}
+
+async function recomputeRanges(
+  tx: CommonQueryMethods,
+  level: Level,
+  below: Level | null,
+  ranges: CodeRange[],
+) {
+  if (ranges.length === 0) return;
+  const target = sql.identifier([level.relation]);
+  const source = aggregateFrom(level, below);
+  const json = sql.jsonb(
+    ranges.map((r) => ({
+      code: r.code,
+      start: new Date(r.start).toISOString(),
+      end: new Date(r.end).toISOString(),
+    })),
+  );
+  const recordset = sql.fragment`jsonb_to_recordset(${json}) AS r(code text, start timestamptz, "end" timestamptz)`;
+  await tx.query(sql.unsafe`
+    DELETE FROM ${target} t USING ${recordset}
+    WHERE t.currency_code = r.code AND t.bucket >= r.start AND t.bucket < r."end"
+  `);
+  await tx.query(sql.unsafe`
+    INSERT INTO ${target} ${COLUMNS}
+    SELECT agg.* FROM ${recordset}
+    CROSS JOIN LATERAL (
+      SELECT ${source.select}
+      FROM ${source.from}
+      WHERE currency_code = r.code AND ${source.time} >= r.start AND ${source.time} < r."end"
+      GROUP BY 1, 2
+    ) AS agg
+  `);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Continuous aggregates
+
+/**
+ * A continuous aggregate's watermark as an instant; NULL while nothing is materialised (the
+ * function then returns the lowest representable time, which JavaScript cannot parse).
+ */
+export function caggWatermark(matHypertableId: SqlFragment): SqlFragment {
+  return sql.fragment`(
+    SELECT CASE WHEN w < TIMESTAMPTZ '1900-01-01' THEN NULL ELSE w END
+    FROM (SELECT _timescaledb_functions.to_timestamp(
+                   _timescaledb_functions.cagg_watermark(${matHypertableId})) AS w) AS cagg
+  )`;
+}
+
+const idRangeRow = z.object({ id: z.number(), start: z.date(), end: z.date() });
+const caggRow = z.object({ watermark: z.date().nullable(), jobId: z.number().nullable() });
+
+async function refreshContinuous(
+  pool: DatabasePool,
+  options: RefreshOptions,
+): Promise<RefreshResult> {
+  const marks = await pool.any(sql.type(idRangeRow)`
+    SELECT id, range_start AS start, range_end AS "end" FROM price_invalidations
+    ORDER BY id LIMIT ${INVALIDATIONS_PER_STEP}
+  `);
+  let steps = 0;
+  for (const level of LEVELS) {
+    const cagg = await pool.one(sql.type(caggRow)`
+      SELECT ${caggWatermark(sql.fragment`c.mat_hypertable_id`)} AS watermark,
+             (SELECT job_id FROM timescaledb_information.jobs j
+              WHERE j.proc_name = 'policy_refresh_continuous_aggregate'
+                AND (j.config ->> 'mat_hypertable_id')::int = c.mat_hypertable_id) AS "jobId"
+      FROM _timescaledb_catalog.continuous_agg c
+      WHERE c.user_view_name = ${level.relation}
+    `);
+    if (marks.length > 0 && cagg.watermark) {
+      // Only what is already materialised needs redoing: newer buckets are served in real time.
+      const width = level.seconds * 1000;
+      const start = floorTo(Math.min(...marks.map((m) => m.start.getTime())), width);
+      const end = Math.min(
+        floorTo(Math.max(...marks.map((m) => m.end.getTime())), width) + width,
+        cagg.watermark.getTime(),
+      );
+      if (start < end) {
+        await pool.query(sql.unsafe`
+          CALL refresh_continuous_aggregate(${level.relation}::regclass,
+            ${new Date(start).toISOString()}::timestamptz, ${new Date(end).toISOString()}::timestamptz)
+        `);
+        steps += 1;
+      }
+    }
+    if (options.runPolicies && cagg.jobId !== null) {
+      await pool.query(sql.unsafe`CALL run_job(${cagg.jobId}::int)`);
+      steps += 1;
+    }
+  }
+  if (marks.length > 0) {
+    await pool.query(sql.unsafe`
+      DELETE FROM price_invalidations WHERE id = ANY(${sql.array(
+        marks.map((m) => m.id),
+        'int8',
+      )})
+    `);
+  }
+  return {
+    mode: 'continuous',
+    steps,
+    invalidationsConsumed: marks.length,
+    caughtUp: marks.length < INVALIDATIONS_PER_STEP,
+    skipped: false,
+  };
+}

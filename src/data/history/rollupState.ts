@@ -1,0 +1,145 @@
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+import { LEVELS, type LevelName, type RollupMode } from './levels.ts';
+import type { RollupFreshness } from './planner.ts';
+import { caggWatermark } from './refresh.ts';
+
+const modeRow = z.object({ continuous: z.boolean(), tables: z.boolean() });
+
+const modes = new WeakMap<object, Promise<RollupMode>>();
+
+/**
+ * Which rollup implementation this database has: the migration created continuous aggregates
+ * under Timescale's licence and plain hypertables under the Apache one. Read once per pool: it
+ * only changes with a migration.
+ */
+export function rollupMode(pool: DatabasePool): Promise<RollupMode> {
+  let found = modes.get(pool);
+  if (!found) {
+    found = detectRollupMode(pool);
+    found.catch(() => modes.delete(pool));
+    modes.set(pool, found);
+  }
+  return found;
+}
+
+export async function detectRollupMode(db: CommonQueryMethods): Promise<RollupMode> {
+  const row = await db.one(sql.type(modeRow)`
+    SELECT EXISTS (
+             SELECT 1 FROM timescaledb_information.continuous_aggregates
+             WHERE view_name = 'candles_1m' AND view_schema = current_schema()
+           ) AS continuous,
+           to_regclass('candles_1m') IS NOT NULL AS tables
+  `);
+  if (row.continuous) return 'continuous';
+  if (row.tables) return 'tables';
+  throw new Error('the rollup relations are missing: run `platform migrate`');
+}
+
+const freshnessRow = z.object({
+  kind: z.enum(['watermark', 'stale']),
+  level: z.string().nullable(),
+  start: z.date().nullable(),
+  end: z.date().nullable(),
+});
+
+/**
+ * Watermarks and the pending invalidations of one currency that overlap the window. Continuous
+ * aggregates answer completely up to now through real-time aggregation, so there every level is
+ * complete except where a backfill has not been re-materialised yet.
+ */
+export async function readFreshness(
+  pool: DatabasePool,
+  mode: RollupMode,
+  code: string,
+  from: Date,
+  to: Date,
+): Promise<RollupFreshness> {
+  const rows = await pool.any(sql.type(freshnessRow)`
+    SELECT 'watermark' AS kind, level, watermark AS start, NULL::timestamptz AS "end"
+    FROM rollup_watermarks
+    UNION ALL
+    SELECT 'stale', NULL, range_start, range_end
+    FROM price_invalidations
+    WHERE currency_code = ${code}
+      AND range_end >= ${from.toISOString()}::timestamptz
+      AND range_start < ${to.toISOString()}::timestamptz
+  `);
+  const watermarks: RollupFreshness['watermarks'] = {};
+  if (mode === 'continuous') for (const level of LEVELS) watermarks[level.name] = Infinity;
+  const stale: RollupFreshness['stale'] = [];
+  for (const row of rows) {
+    if (row.kind === 'stale') stale.push({ start: row.start!.getTime(), end: row.end!.getTime() });
+    else if (mode === 'tables' && row.start) {
+      watermarks[row.level as LevelName] = row.start.getTime();
+    }
+  }
+  return { watermarks, stale };
+}
+
+export interface LevelStatus {
+  level: LevelName;
+  /** Everything before this instant is materialised (null: nothing yet). */
+  watermark: string | null;
+  lagSeconds: number | null;
+}
+
+export interface RollupStatus {
+  mode: RollupMode;
+  levels: LevelStatus[];
+  pendingInvalidations: number;
+  oldestInvalidationSeconds: number | null;
+  /** Whether any price has been stored at all (a fresh install has nothing to roll up). */
+  hasData: boolean;
+}
+
+const statusRow = z.object({
+  level: z.string(),
+  watermark: z.date().nullable(),
+  lagSeconds: z.number().nullable(),
+});
+const pendingRow = z.object({
+  pending: z.number(),
+  oldestSeconds: z.number().nullable(),
+  hasData: z.boolean(),
+});
+
+/** Mode, watermark and lag of every level, for `platform doctor` and the readiness report. */
+export async function readRollupStatus(pool: DatabasePool): Promise<RollupStatus> {
+  const mode = await rollupMode(pool);
+  const levels =
+    mode === 'continuous'
+      ? await pool.any(sql.type(statusRow)`
+          SELECT replace(c.user_view_name, 'candles_', '') AS level, w.watermark,
+                 extract(epoch FROM now() - w.watermark)::float8 AS "lagSeconds"
+          FROM _timescaledb_catalog.continuous_agg c
+          CROSS JOIN LATERAL (SELECT ${caggWatermark(sql.fragment`c.mat_hypertable_id`)} AS watermark) w
+          WHERE c.user_view_name IN ('candles_1m', 'candles_1h', 'candles_1d')
+        `)
+      : await pool.any(sql.type(statusRow)`
+          SELECT level, watermark, extract(epoch FROM now() - watermark)::float8 AS "lagSeconds"
+          FROM rollup_watermarks
+        `);
+  const pending = await pool.one(sql.type(pendingRow)`
+    SELECT count(*)::int AS pending,
+           extract(epoch FROM now() - min(created_at))::float8 AS "oldestSeconds",
+           EXISTS (SELECT 1 FROM price_observations) AS "hasData"
+    FROM price_invalidations
+  `);
+  const byName = new Map(levels.map((row) => [row.level, row]));
+  return {
+    mode,
+    levels: LEVELS.map((level) => {
+      const row = byName.get(level.name);
+      return {
+        level: level.name,
+        watermark: row?.watermark?.toISOString() ?? null,
+        lagSeconds: row?.lagSeconds === null || !row ? null : Math.round(row.lagSeconds),
+      };
+    }),
+    pendingInvalidations: pending.pending,
+    oldestInvalidationSeconds:
+      pending.oldestSeconds === null ? null : Math.round(pending.oldestSeconds),
+    hasData: pending.hasData,
+  };
+}

@@ -1,0 +1,66 @@
+// Time-zone facts from the JavaScript runtime's own tz database (Intl), used to validate zone
+// names and to decide which rollup levels nest inside local calendar buckets.
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  let found = formatters.get(timeZone);
+  if (!found) {
+    found = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formatters.set(timeZone, found);
+  }
+  return found;
+}
+
+/** True when the runtime knows the IANA zone name (e.g. Europe/Berlin, America/New_York, UTC). */
+export function isKnownTimeZone(name: string): boolean {
+  try {
+    formatter(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** UTC offset of the zone at an instant, in whole seconds (local wall clock minus UTC). */
+export function zoneOffsetSeconds(timeZone: string, ms: number): number {
+  const parts: Record<string, number> = {};
+  for (const part of formatter(timeZone).formatToParts(new Date(ms))) {
+    if (part.type !== 'literal') parts[part.type] = Number(part.value);
+  }
+  const year = parts.year!;
+  const asUtc = Date.UTC(
+    year,
+    parts.month! - 1,
+    parts.day!,
+    parts.hour!,
+    parts.minute!,
+    parts.second!,
+  );
+  // Date.UTC maps years 0..99 to 1900..1999.
+  const fixed = year < 100 ? new Date(asUtc).setUTCFullYear(year) : asUtc;
+  return Math.round((fixed - Math.floor(ms / 1000) * 1000) / 1000);
+}
+
+const DAY = 86_400_000;
+
+/**
+ * Every distinct offset the zone uses over [from, to], sampled daily (offsets that last less
+ * than a day do not occur in the tz database) plus both ends. Windows longer than ten years are
+ * sampled weekly to keep this cheap.
+ */
+export function zoneOffsetsOver(timeZone: string, from: number, to: number): number[] {
+  const step = to - from > 3650 * DAY ? 7 * DAY : DAY;
+  const offsets = new Set<number>([zoneOffsetSeconds(timeZone, to)]);
+  for (let t = from; t < to; t += step) offsets.add(zoneOffsetSeconds(timeZone, t));
+  return [...offsets];
+}

@@ -1,0 +1,100 @@
+import type { Candle } from './prices.ts';
+
+// Brute-force references computed in JavaScript straight from the raw candles the test wrote.
+
+export interface Ohlcv {
+  timestamp: string;
+  open: number;
+  high: number;
+  low: number;
+  close: number;
+  volume: number;
+  count: number;
+}
+
+/** A small deterministic PRNG (mulberry32), so a failing seed can be replayed. */
+export function random(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** OHLCV of every non-empty bucket of width `seconds` aligned to `originMs`, inside [from, to). */
+export function bruteForceCandles(
+  candles: Candle[],
+  code: string,
+  seconds: number,
+  from: number,
+  to: number,
+  originMs = 0,
+): Ohlcv[] {
+  const width = seconds * 1000;
+  const sorted = candles
+    .filter((c) => c.code === code && c.time.getTime() >= from && c.time.getTime() < to)
+    .sort((a, b) => a.time.getTime() - b.time.getTime());
+  const buckets = new Map<number, Ohlcv>();
+  for (const c of sorted) {
+    const start = Math.floor((c.time.getTime() - originMs) / width) * width + originMs;
+    const high = c.high ?? Math.max(c.open, c.close ?? c.open);
+    const low = c.low ?? Math.min(c.open, c.close ?? c.open);
+    const close = c.close ?? c.open;
+    const seen = buckets.get(start);
+    if (!seen) {
+      buckets.set(start, {
+        timestamp: new Date(start).toISOString(),
+        open: c.open,
+        high,
+        low,
+        close,
+        volume: c.volume ?? 0,
+        count: 1,
+      });
+    } else {
+      seen.high = Math.max(seen.high, high);
+      seen.low = Math.min(seen.low, low);
+      seen.close = close;
+      seen.volume += c.volume ?? 0;
+      seen.count += 1;
+    }
+  }
+  return [...buckets.entries()].sort(([a], [b]) => a - b).map(([, v]) => v);
+}
+
+/** Random candles for `codes` over [start, end): bursts, quiet gaps, sub-second stamps. */
+export function randomCandles(seed: number, codes: string[], start: number, end: number): Candle[] {
+  const next = random(seed);
+  const out: Candle[] = [];
+  for (const code of codes) {
+    let price = 100 + next() * 1000;
+    let t = start + Math.floor(next() * 60_000);
+    while (t < end) {
+      const open = price;
+      const close = Math.max(0.01, price * (1 + (next() - 0.5) * 0.02));
+      out.push({
+        code,
+        time: new Date(t),
+        open,
+        close,
+        high: Math.max(open, close) * (1 + next() * 0.01),
+        low: Math.min(open, close) * (1 - next() * 0.01),
+        // Quarters add up exactly in binary floating point, whatever the order of the sum.
+        volume: Math.floor(next() * 400) / 4,
+      });
+      price = close;
+      const roll = next();
+      // Mostly a few seconds to two minutes apart; now and then a gap of hours.
+      t += roll < 0.02 ? Math.floor(next() * 6 * 3_600_000) : 1 + Math.floor(next() * 120_000);
+    }
+  }
+  return out;
+}
+
+/** Rows as the routes return them: ISO timestamps, plain numbers. */
+export function asJson<T extends { timestamp: Date }>(rows: readonly T[]) {
+  return rows.map((r) => ({ ...r, timestamp: r.timestamp.toISOString() }));
+}
