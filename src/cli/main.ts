@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../shared/config.ts';
 import { AppError } from '../shared/errors.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
+import { registerExportCommand } from './commands/export.ts';
 import { registerMigrateCommand } from './commands/migrate.ts';
 import { registerStartCommand } from './commands/start.ts';
 import { registerTokenCommands } from './commands/token.ts';
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerMigrateCommand(program);
   registerTokenCommands(program);
   registerDoctorCommand(program);
+  registerExportCommand(program);
   return program;
 }
 

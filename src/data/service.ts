@@ -5,6 +5,8 @@ import { RouteRegistry } from '../shared/http/routes.ts';
 import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { createScopeGuard } from './auth.ts';
+import { readRollupStatus } from './history/rollupState.ts';
+import { registerCandleRoutes } from './routes/candles/candleRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
 
 export const DATA_SERVICE_NAME = 'data';
@@ -15,6 +17,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
   const requireScope = createScopeGuard(runtime.pool, runtime.config.DATA_TRUSTED_NETWORKS);
   const deps = { pool: runtime.pool, requireScope, maxPoints: runtime.config.HISTORY_MAX_POINTS };
   registerCurrencyRoutes(registry, deps);
+  registerCandleRoutes(registry, { ...deps, logger: runtime.logger });
   return registry;
 }
 
@@ -26,6 +29,7 @@ export function createDataService(runtime: Runtime, readiness = new Readiness())
     const pending = await pendingMigrations(runtime.pool);
     if (pending.length > 0) throw new Error(`pending migrations: ${pending.join(', ')}`);
   });
+  readiness.addDetail('rollups', () => readRollupStatus(runtime.pool));
   return createHttpService({
     name: DATA_SERVICE_NAME,
     logger: runtime.logger.child({ service: DATA_SERVICE_NAME }),

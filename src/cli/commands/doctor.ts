@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { rollupChecks } from '../../data/history/doctorChecks.ts';
 import { pendingMigrations } from '../../shared/db/migrationState.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
 import { readTimescaleState } from '../../shared/db/timescale.ts';
@@ -21,7 +22,7 @@ export interface DoctorContext {
 }
 
 /** Further checks registered by other modules (rollups, worker, feeds). */
-export const EXTRA_CHECKS: DoctorCheck[] = [];
+export const EXTRA_CHECKS: DoctorCheck[] = [rollupChecks];
 
 const freshnessRow = z.object({ newest: z.date().nullable(), currencies: z.number() });
 

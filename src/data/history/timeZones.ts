@@ -38,14 +38,7 @@ export function zoneOffsetSeconds(timeZone: string, ms: number): number {
     if (part.type !== 'literal') parts[part.type] = Number(part.value);
   }
   const year = parts.year!;
-  const asUtc = Date.UTC(
-    year,
-    parts.month! - 1,
-    parts.day!,
-    parts.hour!,
-    parts.minute!,
-    parts.second!,
-  );
+  const asUtc = Date.UTC(year, parts.month! - 1, parts.day, parts.hour, parts.minute, parts.second);
   // Date.UTC maps years 0..99 to 1900..1999.
   const fixed = year < 100 ? new Date(asUtc).setUTCFullYear(year) : asUtc;
   return Math.round((fixed - Math.floor(ms / 1000) * 1000) / 1000);

@@ -2,6 +2,8 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 
 export type ReadinessCheck = () => Promise<void>;
+/** Facts shown beside the checks (rollup mode and lag, …) that never make the service unready. */
+export type ReadinessDetail = () => Promise<unknown>;
 
 /**
  * Liveness answers while the event loop does; readiness runs the service's checks (database
@@ -10,9 +12,28 @@ export type ReadinessCheck = () => Promise<void>;
 export class Readiness {
   private draining = false;
   private readonly checks = new Map<string, ReadinessCheck>();
+  private readonly details = new Map<string, ReadinessDetail>();
 
   addCheck(name: string, check: ReadinessCheck) {
     this.checks.set(name, check);
+  }
+
+  addDetail(name: string, detail: ReadinessDetail) {
+    this.details.set(name, detail);
+  }
+
+  async describe(): Promise<Record<string, unknown>> {
+    const out: Record<string, unknown> = {};
+    await Promise.all(
+      [...this.details].map(async ([name, detail]) => {
+        try {
+          out[name] = await withTimeout(detail(), 2000);
+        } catch (error) {
+          out[name] = { error: error instanceof Error ? error.message : String(error) };
+        }
+      }),
+    );
+    return out;
   }
 
   startDraining() {
@@ -54,9 +75,16 @@ export function mountHealthRoutes(router: Router, readiness: Readiness) {
     ctx.body = { status: 'UP' };
   });
   router.get('/health/ready', async (ctx: Context) => {
-    const { ready, checks } = await readiness.evaluate();
+    const [{ ready, checks }, details] = await Promise.all([
+      readiness.evaluate(),
+      readiness.describe(),
+    ]);
     ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'UP' : 'DOWN', checks };
+    ctx.body = {
+      status: ready ? 'UP' : 'DOWN',
+      checks,
+      ...(Object.keys(details).length ? { details } : {}),
+    };
   });
   router.get('/actuator/health', async (ctx: Context) => {
     const { ready } = await readiness.evaluate();

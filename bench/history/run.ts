@@ -1,0 +1,173 @@
+// Benchmark of history requests over HTTP against 50 currencies × one year of one-minute candles.
+//
+//   npm run bench:history [-- --currencies 50 --days 365 --requests 40 --regenerate]
+//
+// Uses its own database (BENCH_DATABASE_URL, default postgres://127.0.0.1:5432/bench_history),
+// generates the history once (kept between runs), lets the rollups catch up, then times the
+// contract's history route beside two baselines computed in SQL from the raw rows.
+import { parseArgs } from 'node:util';
+import { sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+import { refreshRollups } from '../../src/data/history/refresh.ts';
+import { readRollupStatus } from '../../src/data/history/rollupState.ts';
+import { createDataService } from '../../src/data/service.ts';
+import { createToken } from '../../src/data/tokens/tokenStore.ts';
+import { loadConfig } from '../../src/shared/config.ts';
+import { ensureDatabase } from '../../src/shared/db/ensureDatabase.ts';
+import { migrate } from '../../src/shared/db/migrate.ts';
+import { listen } from '../../src/shared/http/server.ts';
+import { createLogger } from '../../src/shared/logger.ts';
+import { createRuntime } from '../../src/shared/runtime.ts';
+import { BENCH_CODES, countRows, generateHistory } from './generate.ts';
+
+const CASES: Array<[hours: number, intervalSeconds: number]> = [
+  [24, 60],
+  [168, 300],
+  [720, 3600],
+  [8760, 3600],
+  [8760, 86_400],
+  [6, 7],
+];
+
+const { values: args } = parseArgs({
+  options: {
+    currencies: { type: 'string', default: '50' },
+    days: { type: 'string', default: '365' },
+    requests: { type: 'string', default: '40' },
+    'baseline-requests': { type: 'string', default: '10' },
+    regenerate: { type: 'boolean', default: false },
+  },
+});
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+
+async function timed(runs: number, once: (i: number) => Promise<number>) {
+  const times: number[] = [];
+  let points = 0;
+  for (let i = 0; i < 3; i++) await once(i); // warm-up
+  for (let i = 0; i < runs; i++) {
+    const started = performance.now();
+    points = await once(i);
+    times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p95: percentile(times, 95), points };
+}
+
+function rawTimeBucket(pool: DatabasePool, code: string, hours: number, seconds: number) {
+  return pool.any(sql.type(z.object({ t: z.date(), v: z.number() }))`
+    SELECT time_bucket(make_interval(secs => ${seconds}::float8), time, TIMESTAMPTZ 'epoch') AS t,
+           first(open, time) AS v
+    FROM price_observations
+    WHERE currency_code = ${code} AND time >= now() - make_interval(hours => ${hours}) AND time < now()
+    GROUP BY 1 ORDER BY 1
+  `);
+}
+
+function seriesJoin(pool: DatabasePool, code: string, hours: number, seconds: number) {
+  return pool.any(sql.type(z.object({ t: z.date(), v: z.number() }))`
+    WITH w AS (SELECT now() - make_interval(hours => ${hours}) AS "from", now() AS "to",
+                      make_interval(secs => ${seconds}::float8) AS width)
+    SELECT b AS t, first_row.open AS v
+    FROM w, generate_series(time_bucket(w.width, w."from", TIMESTAMPTZ 'epoch'), w."to", w.width) AS b
+    CROSS JOIN LATERAL (
+      SELECT open FROM price_observations p
+      WHERE p.currency_code = ${code} AND p.time >= greatest(b, w."from") AND p.time < least(b + w.width, w."to")
+      ORDER BY p.time LIMIT 1
+    ) AS first_row
+    ORDER BY b
+  `);
+}
+
+async function main() {
+  const currencies = Number(args.currencies);
+  const days = Number(args.days);
+  const requests = Number(args.requests);
+  const baselineRequests = Number(args['baseline-requests']);
+  const codes = BENCH_CODES.slice(0, currencies);
+  const url = process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/bench_history';
+  const config = loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'warn', HISTORY_MAX_POINTS: '50000' });
+  await ensureDatabase(config.DATABASE_URL);
+  await migrate(config.DATABASE_URL);
+  const runtime = await createRuntime(config, createLogger('warn'));
+  try {
+    const expected = currencies * days * 1440;
+    if (args.regenerate) {
+      await runtime.pool.query(
+        sql.unsafe`TRUNCATE price_observations, candles_1m, candles_1h, candles_1d`,
+      );
+      await runtime.pool.query(sql.unsafe`UPDATE rollup_watermarks SET watermark = NULL`);
+    }
+    const existing = await countRows(runtime.pool);
+    if (existing < expected) {
+      log(
+        `generating ${currencies} currencies × ${days} days of one-minute candles (${expected.toLocaleString('en')} rows)`,
+      );
+      const started = Date.now();
+      await generateHistory(runtime.pool, codes, days, log);
+      log(`generated in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    } else {
+      log(`reusing ${existing.toLocaleString('en')} generated rows`);
+    }
+    await runtime.pool.query(sql.unsafe`ANALYZE price_observations`);
+
+    const refreshStarted = Date.now();
+    for (;;) {
+      const result = await refreshRollups(runtime.pool, { timeBudgetMs: 60_000 });
+      const status = await readRollupStatus(runtime.pool);
+      log(
+        `  rollups: ${status.levels.map((l) => `${l.level} lag ${l.lagSeconds ?? '-'} s`).join(', ')}`,
+      );
+      if (result.caughtUp) break;
+    }
+    log(`rollups caught up in ${((Date.now() - refreshStarted) / 1000).toFixed(0)} s`);
+    await runtime.pool.query(
+      sql.unsafe`ANALYZE candles_1m; ANALYZE candles_1h; ANALYZE candles_1d`,
+    );
+
+    const { app } = createDataService(runtime);
+    const server = await listen(app, '127.0.0.1', 0);
+    const { token } = await createToken(runtime.pool, `bench-${Date.now()}`, ['read']);
+    try {
+      log('');
+      log(
+        '| hours | intervalSeconds | points | endpoint p50 / p95 (ms) | raw time_bucket p50 / p95 (ms) | generate_series + first row p50 / p95 (ms) | speed-up (p95 vs raw) |',
+      );
+      log('|---:|---:|---:|---:|---:|---:|---:|');
+      for (const [hours, seconds] of CASES) {
+        const endpoint = await timed(requests, async (i) => {
+          const code = codes[i % codes.length]!;
+          const response = await fetch(
+            `${server.url}/data/currency/history/${code}?hours=${hours}&intervalSeconds=${seconds}`,
+            { headers: { authorization: `Bearer ${token}` } },
+          );
+          if (response.status !== 200)
+            throw new Error(`HTTP ${response.status}: ${await response.text()}`);
+          return ((await response.json()) as unknown[]).length;
+        });
+        const raw = await timed(
+          baselineRequests,
+          async (i) =>
+            (await rawTimeBucket(runtime.pool, codes[i % codes.length]!, hours, seconds)).length,
+        );
+        const series = await timed(
+          baselineRequests,
+          async (i) =>
+            (await seriesJoin(runtime.pool, codes[i % codes.length]!, hours, seconds)).length,
+        );
+        const f = (x: { p50: number; p95: number }) => `${x.p50.toFixed(1)} / ${x.p95.toFixed(1)}`;
+        log(
+          `| ${hours} | ${seconds} | ${endpoint.points} | ${f(endpoint)} | ${f(raw)} | ${f(series)} | ${(raw.p95 / endpoint.p95).toFixed(1)}× |`,
+        );
+      }
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await runtime.close();
+  }
+}
+
+await main();

@@ -1,0 +1,77 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Command } from 'commander';
+import { currencyExists } from '../../data/currencies/catalog.ts';
+import {
+  assertZoneKnownToDatabase,
+  candleRequestFrom,
+  csvLines,
+  ndjsonLines,
+} from '../../data/history/candleOutput.ts';
+import { streamCandles } from '../../data/history/candleQuery.ts';
+import { candleExportQuery, candleParams } from '../../data/routes/candles/schema.ts';
+import { NotFoundError } from '../../shared/errors.ts';
+import { createDatabasePool } from '../../shared/db/pool.ts';
+import { configFromCommand } from '../context.ts';
+
+interface ExportOptions {
+  from?: string;
+  to?: string;
+  hours?: string;
+  interval: string;
+  format: string;
+  fill: string;
+  tz?: string;
+  origin?: string;
+  offset?: string;
+}
+
+/** Options → the same validated input as the export route's query string. */
+function parseInput(code: string, options: ExportOptions, command: Command) {
+  const params = candleParams.safeParse({ code });
+  if (!params.success) command.error(`error: invalid currency code '${code}'`, { exitCode: 2 });
+  const raw = Object.fromEntries(
+    Object.entries(options).filter(([, value]) => value !== undefined),
+  );
+  const parsed = candleExportQuery.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    command.error(`error: --${issue.path.join('.') || 'options'}: ${issue.message}`, {
+      exitCode: 2,
+    });
+  }
+  return { code: params.data.code, input: parsed.data };
+}
+
+export function registerExportCommand(program: Command) {
+  program
+    .command('export <code>')
+    .description('Stream the candles of a currency to stdout as CSV or NDJSON (no point cap)')
+    .option('--from <instant>', 'start of the window, ISO 8601 (inclusive)')
+    .option('--to <instant>', 'end of the window, ISO 8601 (exclusive; default now)')
+    .option('--hours <n>', 'window of n hours ending now (instead of --from/--to; default 24)')
+    .option('--interval <duration>', 'bucket width: seconds or 1m, 15m, 1h, 4h, 1d, 1w', '60')
+    .option('--format <format>', 'csv or ndjson', 'csv')
+    .option('--fill <mode>', 'empty buckets: none, null, previous or linear', 'none')
+    .option('--tz <zone>', 'IANA time zone for calendar alignment, e.g. Europe/Berlin')
+    .option('--origin <instant>', 'align buckets to this instant')
+    .option('--offset <duration>', 'shift bucket boundaries, e.g. 6h or -30m')
+    .action(async (code: string, options: ExportOptions, command: Command) => {
+      const { code: currency, input } = parseInput(code, options, command);
+      const config = configFromCommand(command);
+      const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 2 });
+      try {
+        if (!(await currencyExists(pool, currency))) {
+          throw new NotFoundError(`unknown currency '${currency}'`, 'unknown_currency');
+        }
+        await assertZoneKnownToDatabase(pool, input.tz);
+        const request = candleRequestFrom(currency, input);
+        const lines = input.format === 'csv' ? csvLines : ndjsonLines;
+        await streamCandles(pool, request, (rows) =>
+          pipeline(Readable.from(lines(rows)), process.stdout, { end: false }),
+        );
+      } finally {
+        await pool.end();
+      }
+    });
+}

@@ -1,0 +1,63 @@
+import type { Check, DoctorContext } from '../../cli/commands/doctor.ts';
+import { LEVELS } from './levels.ts';
+import { readRollupStatus, type RollupStatus } from './rollupState.ts';
+
+// How far behind each level may fall before `platform doctor` complains: the refresh runs every
+// minute (rollup tables) or on the policies' schedules (continuous aggregates); a level is
+// materialised up to the last complete bucket, so its lag is at least one bucket width.
+const SLACK_SECONDS = 15 * 60;
+
+export async function rollupChecks({ pool }: DoctorContext): Promise<Check[]> {
+  let status: RollupStatus;
+  try {
+    status = await readRollupStatus(pool);
+  } catch (error) {
+    return [
+      {
+        name: 'rollups',
+        ok: false,
+        detail: (error as Error).message,
+        fix: 'run `platform migrate`',
+      },
+    ];
+  }
+  const fix =
+    status.mode === 'tables'
+      ? 'start the worker (`platform start --role worker`): its refresh_rollups job keeps them fresh'
+      : 'check the continuous-aggregate policies in timescaledb_information.jobs';
+  const checks: Check[] = [
+    {
+      name: 'rollup mode',
+      ok: true,
+      detail:
+        status.mode === 'continuous'
+          ? 'continuous aggregates (Timescale edition): candles_1m → 1h → 1d, real-time'
+          : 'rollup tables (Apache edition): candles_1m → 1h → 1d, refreshed by the worker',
+    },
+  ];
+  for (const level of status.levels) {
+    const width = LEVELS.find((l) => l.name === level.level)!.seconds;
+    const allowed = width + SLACK_SECONDS;
+    const ok = level.lagSeconds === null ? !status.hasData : level.lagSeconds <= allowed;
+    checks.push({
+      name: `rollup ${level.level}`,
+      ok,
+      detail:
+        level.lagSeconds === null
+          ? status.hasData
+            ? 'nothing materialised yet (answers come from finer data until it is)'
+            : 'no prices stored yet'
+          : `materialised up to ${level.watermark} (lag ${level.lagSeconds} s, allowed ${allowed} s)`,
+      fix,
+    });
+  }
+  checks.push({
+    name: 'backfills',
+    ok: (status.oldestInvalidationSeconds ?? 0) <= SLACK_SECONDS,
+    detail: status.pendingInvalidations
+      ? `${status.pendingInvalidations} backfilled ranges waiting for recomputation (oldest ${status.oldestInvalidationSeconds} s)`
+      : 'no backfilled ranges waiting',
+    fix,
+  });
+  return checks;
+}

@@ -1,0 +1,130 @@
+import { PassThrough, Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { DatabasePool } from 'slonik';
+import { z } from 'zod';
+import type { Logger } from '../../../shared/logger.ts';
+import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
+import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
+import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
+import { currencyExists } from '../../currencies/catalog.ts';
+import {
+  assertZoneKnownToDatabase,
+  candleJson,
+  candleRequestFrom,
+  csvLines,
+  EXPORT_CONTENT_TYPES,
+  isEmptyAnswer,
+  ndjsonLines,
+} from '../../history/candleOutput.ts';
+import {
+  maxBuckets,
+  queryCandles,
+  streamCandles,
+  type CandleRequest,
+} from '../../history/candleQuery.ts';
+import { candleExportQuery, candleParams, candleQuery, candleSchema } from './schema.ts';
+
+export interface CandleRouteDeps {
+  pool: DatabasePool;
+  requireScope: ScopeGuard;
+  maxPoints: number;
+  logger: Logger;
+}
+
+const ALIGNMENT =
+  'Buckets are stamped with their start. Without `tz` they are aligned to the Unix epoch (or to ' +
+  '`origin`, shifted by `offset`); with `tz` they follow that zone’s wall clock, so daily candles ' +
+  'start at local midnight and last 23 or 25 hours across a DST change.';
+
+export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteDeps) {
+  async function prepare(code: string, request: CandleRequest) {
+    if (!(await currencyExists(deps.pool, code))) {
+      throw new NotFoundError(`Unknown currency '${code}'`, 'unknown_currency');
+    }
+    await assertZoneKnownToDatabase(deps.pool, request.timeZone);
+  }
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/data/candles/{code}',
+      operationId: 'currencyCandles',
+      summary:
+        'OHLCV candles of a currency at any interval, optionally gap-filled and calendar-aligned',
+      description: `${ALIGNMENT} Answers over the point cap are refused with 400: use the export route for those.`,
+      tags: ['candles'],
+      security: bearerSecurity('read'),
+      before: [deps.requireScope('read')],
+      params: candleParams,
+      query: candleQuery,
+      responses: {
+        200: { description: 'Candles in ascending time order', schema: z.array(candleSchema) },
+        204: { description: 'No data in the window' },
+      },
+      errors: [401, 403, 404, 503],
+      handler: async (ctx, { params, query }) => {
+        const request = candleRequestFrom(params.code, query);
+        const points = maxBuckets(request);
+        if (points > deps.maxPoints) {
+          throw new ValidationError(
+            `The request would return up to ${points} candles, more than the limit of ${deps.maxPoints}; ` +
+              `use a larger interval or the streaming export route /data/candles/${params.code}/export`,
+            [{ path: 'query.interval', message: `at most ${deps.maxPoints} points per answer` }],
+            'too_many_points',
+          );
+        }
+        await prepare(params.code, request);
+        const rows = await queryCandles(deps.pool, request);
+        if (isEmptyAnswer(rows)) {
+          ctx.status = 204;
+          return;
+        }
+        ctx.body = rows.map(candleJson);
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/data/candles/{code}/export',
+      operationId: 'exportCandles',
+      summary: 'Stream candles as CSV or NDJSON, without the point cap',
+      description:
+        `${ALIGNMENT} The same rows as /data/candles/{code}, streamed through a database cursor at ` +
+        'constant memory; `format=ndjson` gives one JSON object per line.',
+      tags: ['candles'],
+      security: bearerSecurity('read'),
+      before: [deps.requireScope('read')],
+      params: candleParams,
+      query: candleExportQuery,
+      responses: {
+        200: {
+          description: 'CSV with a header line (or NDJSON with format=ndjson), ascending',
+          schema: z.string(),
+          contentType: 'text/csv',
+        },
+      },
+      errors: [401, 403, 404, 503],
+      handler: async (ctx, { params, query }) => {
+        const request = candleRequestFrom(params.code, query);
+        await prepare(params.code, request);
+        const out = new PassThrough();
+        ctx.type = EXPORT_CONTENT_TYPES[query.format];
+        ctx.set(
+          'Content-Disposition',
+          `attachment; filename="${params.code}-${query.interval}s.${query.format === 'csv' ? 'csv' : 'ndjson'}"`,
+        );
+        ctx.body = out;
+        const lines = query.format === 'csv' ? csvLines : ndjsonLines;
+        // Headers are gone once rows flow: a failure now can only cut the stream short.
+        streamCandles(deps.pool, request, (rows) =>
+          pipeline(Readable.from(lines(rows)), out),
+        ).catch((error: unknown) => {
+          deps.logger.warn({ err: error, code: params.code }, 'candle export ended early');
+          out.destroy(error as Error);
+        });
+      },
+    }),
+  );
+}

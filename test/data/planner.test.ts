@@ -1,0 +1,117 @@
+import { describe, expect, test } from '@jest/globals';
+import { LEVELS } from '../../src/data/history/levels.ts';
+import { planSegments, usableLevels, validIntervals } from '../../src/data/history/planner.ts';
+import { zoneOffsetSeconds, zoneOffsetsOver } from '../../src/data/history/timeZones.ts';
+
+const names = (levels: readonly { name: string }[]) => levels.map((l) => l.name);
+const grid = (widthSeconds: number, originSeconds = 0, zoneOffsetsSeconds = [0]) => ({
+  widthSeconds,
+  originSeconds,
+  zoneOffsetsSeconds,
+});
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+const DAY = 24 * HOUR;
+
+describe('usableLevels', () => {
+  test.each([
+    [7, []],
+    [90, []],
+    [120, ['1m']],
+    [3599, []],
+    [3600, ['1m', '1h']],
+    [7200, ['1m', '1h']],
+    [86_400, ['1m', '1h', '1d']],
+    [604_800, ['1m', '1h', '1d']],
+  ])('%i-second buckets read %j', (seconds, expected) => {
+    expect(names(usableLevels(grid(seconds)))).toEqual(expected);
+  });
+
+  test('an origin or offset off the level grid rules the level out', () => {
+    expect(names(usableLevels(grid(86_400, 3600)))).toEqual(['1m', '1h']);
+    expect(names(usableLevels(grid(86_400, 37)))).toEqual([]);
+  });
+
+  test('zone offsets decide: whole hours keep 1h, :30 and :45 zones fall back to minutes', () => {
+    expect(names(usableLevels(grid(86_400, 0, [3600, 7200])))).toEqual(['1m', '1h']);
+    expect(names(usableLevels(grid(86_400, 0, [19_800])))).toEqual(['1m']);
+    expect(names(usableLevels(grid(86_400, 0, [20_700])))).toEqual(['1m']);
+    expect(names(usableLevels(grid(86_400, 0, [3208])))).toEqual([]); // Berlin's 1890 LMT
+  });
+});
+
+describe('zone offsets', () => {
+  test('DST in Berlin and New York, half and quarter hours elsewhere', () => {
+    expect(zoneOffsetSeconds('Europe/Berlin', Date.UTC(2024, 0, 15))).toBe(3600);
+    expect(zoneOffsetSeconds('Europe/Berlin', Date.UTC(2024, 6, 15))).toBe(7200);
+    expect(zoneOffsetSeconds('America/New_York', Date.UTC(2024, 0, 15))).toBe(-5 * 3600);
+    expect(zoneOffsetSeconds('Asia/Kolkata', Date.UTC(2024, 0, 15))).toBe(19_800);
+    expect(zoneOffsetSeconds('Asia/Kathmandu', Date.UTC(2024, 0, 15))).toBe(20_700);
+    expect(
+      zoneOffsetsOver('Europe/Berlin', Date.UTC(2024, 2, 1), Date.UTC(2024, 3, 1)).sort(),
+    ).toEqual([3600, 7200]);
+  });
+});
+
+describe('planSegments', () => {
+  const [m1, h1, d1] = LEVELS;
+  const all = [m1, h1, d1];
+
+  test('the coarsest level serves the aligned middle, finer levels and raw rows the edges', () => {
+    const from = 10 * DAY + 5 * HOUR + 7 * MIN + 3000;
+    const to = 20 * DAY + 2 * HOUR + 30 * MIN + 10;
+    const segments = planSegments({ start: from, end: to }, all, {
+      watermarks: { '1m': Infinity, '1h': Infinity, '1d': Infinity },
+      stale: [],
+    });
+    expect(segments).toEqual([
+      { source: 'raw', start: from, end: 10 * DAY + 5 * HOUR + 8 * MIN },
+      { source: '1m', start: 10 * DAY + 5 * HOUR + 8 * MIN, end: 10 * DAY + 6 * HOUR },
+      { source: '1h', start: 10 * DAY + 6 * HOUR, end: 11 * DAY },
+      { source: '1d', start: 11 * DAY, end: 20 * DAY },
+      { source: '1h', start: 20 * DAY, end: 20 * DAY + 2 * HOUR },
+      { source: '1m', start: 20 * DAY + 2 * HOUR, end: 20 * DAY + 2 * HOUR + 30 * MIN },
+      { source: 'raw', start: 20 * DAY + 2 * HOUR + 30 * MIN, end: to },
+    ]);
+  });
+
+  test('after each watermark the next finer level answers, then the raw rows', () => {
+    const segments = planSegments({ start: 0, end: 10 * DAY }, all, {
+      watermarks: { '1m': 9 * DAY + 5 * HOUR + 3 * MIN, '1h': 9 * DAY + 5 * HOUR, '1d': 9 * DAY },
+      stale: [],
+    });
+    expect(segments).toEqual([
+      { source: '1d', start: 0, end: 9 * DAY },
+      { source: '1h', start: 9 * DAY, end: 9 * DAY + 5 * HOUR },
+      { source: '1m', start: 9 * DAY + 5 * HOUR, end: 9 * DAY + 5 * HOUR + 3 * MIN },
+      { source: 'raw', start: 9 * DAY + 5 * HOUR + 3 * MIN, end: 10 * DAY },
+    ]);
+  });
+
+  test('a stale range is read from below, as narrowly as each level allows', () => {
+    const stale = { start: 3 * DAY + 4 * HOUR + 10 * MIN + 5, end: 3 * DAY + 4 * HOUR + 12 * MIN };
+    const segments = planSegments({ start: 0, end: 5 * DAY }, all, {
+      watermarks: { '1m': Infinity, '1h': Infinity, '1d': Infinity },
+      stale: [stale],
+    });
+    expect(segments).toEqual([
+      { source: '1d', start: 0, end: 3 * DAY },
+      { source: '1h', start: 3 * DAY, end: 3 * DAY + 4 * HOUR },
+      { source: '1m', start: 3 * DAY + 4 * HOUR, end: 3 * DAY + 4 * HOUR + 10 * MIN },
+      // the range's end is inclusive: the minute starting at 4:12 is stale too
+      { source: 'raw', start: 3 * DAY + 4 * HOUR + 10 * MIN, end: 3 * DAY + 4 * HOUR + 13 * MIN },
+      { source: '1m', start: 3 * DAY + 4 * HOUR + 13 * MIN, end: 3 * DAY + 5 * HOUR },
+      { source: '1h', start: 3 * DAY + 5 * HOUR, end: 4 * DAY },
+      { source: '1d', start: 4 * DAY, end: 5 * DAY },
+    ]);
+  });
+
+  test('without watermarks everything is raw; segments always tile the window', () => {
+    expect(planSegments({ start: 5, end: 9 * DAY }, all, { watermarks: {}, stale: [] })).toEqual([
+      { source: 'raw', start: 5, end: 9 * DAY },
+    ]);
+    expect(validIntervals(h1, { watermarks: { '1h': 5 * HOUR }, stale: [] })).toEqual([
+      { start: -Infinity, end: 5 * HOUR },
+    ]);
+  });
+});
