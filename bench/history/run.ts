@@ -16,6 +16,7 @@ import { loadConfig } from '../../src/shared/config.ts';
 import { ensureDatabase } from '../../src/shared/db/ensureDatabase.ts';
 import { migrate } from '../../src/shared/db/migrate.ts';
 import { listen } from '../../src/shared/http/server.ts';
+import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
 import { BENCH_CODES, countRows, generateHistory } from './generate.ts';
@@ -92,6 +93,11 @@ async function main() {
   await ensureDatabase(config.DATABASE_URL);
   await migrate(config.DATABASE_URL);
   const runtime = await createRuntime(config, createLogger('warn'));
+  // Generating a currency-year or catching up a rollup level may take minutes on a busy machine.
+  const bulkPool = await createDatabasePool(config.DATABASE_URL, {
+    maxPoolSize: 2,
+    statementTimeoutMs: 3_600_000,
+  });
   try {
     const expected = currencies * days * 1440;
     if (args.regenerate) {
@@ -106,7 +112,7 @@ async function main() {
         `generating ${currencies} currencies × ${days} days of one-minute candles (${expected.toLocaleString('en')} rows)`,
       );
       const started = Date.now();
-      await generateHistory(runtime.pool, codes, days, log);
+      await generateHistory(bulkPool, codes, days, log);
       log(`generated in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     } else {
       log(`reusing ${existing.toLocaleString('en')} generated rows`);
@@ -115,7 +121,7 @@ async function main() {
 
     const refreshStarted = Date.now();
     for (;;) {
-      const result = await refreshRollups(runtime.pool, { timeBudgetMs: 60_000 });
+      const result = await refreshRollups(bulkPool, { timeBudgetMs: 60_000 });
       const status = await readRollupStatus(runtime.pool);
       log(
         `  rollups: ${status.levels.map((l) => `${l.level} lag ${l.lagSeconds ?? '-'} s`).join(', ')}`,
@@ -166,6 +172,7 @@ async function main() {
       await server.close();
     }
   } finally {
+    await bulkPool.end();
     await runtime.close();
   }
 }

@@ -62,7 +62,7 @@ const instantRow = z.object({ t: z.date().nullable() });
 
 async function refreshTables(pool: DatabasePool, options: RefreshOptions): Promise<RefreshResult> {
   const settleMs = (options.settleSeconds ?? 120) * 1000;
-  const maxStepMs = (options.maxStepSeconds ?? 7 * 86_400) * 1000;
+  const maxStepMs = (options.maxStepSeconds ?? 86_400) * 1000;
   const deadline = Date.now() + (options.timeBudgetMs ?? 50_000);
   const result: RefreshResult = {
     mode: 'tables',
@@ -98,6 +98,9 @@ async function refreshStep(
     )`SELECT pg_try_advisory_xact_lock(${REFRESH_LOCK_KEY}) AS ok`,
   );
   if (!locked) return 'locked';
+  // A background job: a step over a day of 50 currencies' minutes may outlast the pool's
+  // interactive timeout on a busy machine.
+  await tx.query(sql.unsafe`SET LOCAL statement_timeout = '10min'`);
   const marks = await tx.any(sql.type(watermarkRow)`
     SELECT level, watermark, now() AS now FROM rollup_watermarks FOR UPDATE
   `);
