@@ -69,6 +69,19 @@ export const configSchema = z.object({
     .min(1)
     .default(50000)
     .describe('Most points one history answer may hold; larger requests go to the export route.'),
+  BINANCE_API_URL: z
+    .url({ protocol: /^https?$/ })
+    .default('https://api.binance.com')
+    .describe(
+      'Base URL of the Binance spot REST API (klines for backfill, tickers for live prices).',
+    ),
+  BACKFILL_HTTP_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(300_000)
+    .default(15_000)
+    .describe('Time-out of one exchange request during `platform backfill --source`.'),
   SESSION_KEYS: z
     .string()
     .optional()
