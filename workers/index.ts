@@ -1,12 +1,13 @@
 import type { TaskList } from 'graphile-worker';
 import type { Runtime } from '../src/shared/runtime.ts';
+import { ingestTasks } from './ingest.ts';
 
 /**
  * Every task the worker runs, by identifier. Tasks are factories over the runtime so they share
  * the process's pools, logger and configuration.
  */
-export function createTaskList(_runtime: Runtime): TaskList {
-  return {};
+export function createTaskList(runtime: Runtime): TaskList {
+  return { ...ingestTasks(runtime) };
 }
 
 /**

@@ -6,6 +6,7 @@ import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { createScopeGuard } from './auth.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
+import { registerPriceBulkRoutes } from './routes/prices/bulkRoutes.ts';
 
 export const DATA_SERVICE_NAME = 'data';
 
@@ -15,6 +16,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
   const requireScope = createScopeGuard(runtime.pool, runtime.config.DATA_TRUSTED_NETWORKS);
   const deps = { pool: runtime.pool, requireScope, maxPoints: runtime.config.HISTORY_MAX_POINTS };
   registerCurrencyRoutes(registry, deps);
+  registerPriceBulkRoutes(registry, { pgPool: runtime.pgPool, requireScope });
   return registry;
 }
 

@@ -39,6 +39,8 @@ export interface RouteSpec<
   body?: B;
   /** Media types accepted for the body; JSON unless said otherwise. */
   bodyTypes?: string[];
+  /** Reads the body for media types the common parser leaves alone (NDJSON); then validated. */
+  readBody?: (ctx: Context) => Promise<unknown>;
   responses: Record<number, ResponseSpec>;
   /** Error statuses this route can answer with (each documented with the error body). */
   errors?: number[];
@@ -134,7 +136,8 @@ export class RouteRegistry {
         let body: unknown = undefined;
         if (spec.body) {
           requireMediaType(ctx, spec.bodyTypes ?? ['application/json']);
-          body = parsePart('body', spec.body, ctx.request.body);
+          const raw = spec.readBody ? await spec.readBody(ctx) : ctx.request.body;
+          body = parsePart('body', spec.body, raw);
         }
         await spec.handler(ctx, { params, query, body });
       };

@@ -1,0 +1,53 @@
+import { z } from 'zod';
+
+export const BULK_MAX_ITEMS = 100_000;
+/** NDJSON bodies are read by the route itself, up to this size (JSON arrays: the service limit). */
+export const BULK_MAX_NDJSON_BYTES = 16 * 1024 * 1024;
+
+const number = z.union([z.number(), z.string()]);
+const time = z
+  .union([z.iso.datetime({ offset: true, local: true }), z.number()])
+  .meta({ description: 'ISO 8601 (UTC unless a zone is given) or epoch s/ms/µs' });
+
+export const bulkCandleSchema = z
+  .object({
+    code: z.string().meta({ example: 'BTC' }),
+    time,
+    open: number,
+    high: number,
+    low: number,
+    close: number,
+    volume: number.optional(),
+  })
+  .meta({ title: 'Candle' });
+
+export const bulkTickSchema = z
+  .object({ code: z.string().meta({ example: 'BTC' }), time, price: number })
+  .meta({ title: 'Tick' });
+
+/**
+ * The body is validated item by item in the handler (a bad item is reported, not fatal), so the
+ * route only checks it is an array; the documentation shows what each item should be.
+ */
+export const bulkBodySchema = z.array(z.unknown()).meta({
+  description:
+    'Candles {code, time, open, high, low, close, volume?} or ticks {code, time, price}, as a JSON ' +
+    `array or NDJSON (one object per line); at most ${BULK_MAX_ITEMS} items.`,
+  override: ({ jsonSchema }) => {
+    jsonSchema.items = {
+      anyOf: [
+        { $ref: '#/components/schemas/BulkCandle' },
+        { $ref: '#/components/schemas/BulkTick' },
+      ],
+    };
+  },
+});
+
+export const bulkResultSchema = z
+  .object({
+    accepted: z.number().int().meta({ description: 'Valid items (inserted + duplicates)' }),
+    inserted: z.number().int(),
+    duplicates: z.number().int().meta({ description: 'Already stored: existing rows win' }),
+    rejected: z.array(z.object({ index: z.number().int(), reason: z.string() })),
+  })
+  .meta({ id: 'BulkPriceResult' });
