@@ -225,6 +225,8 @@ async function copyPass(
 
   const copy = client.query(copyFrom(`COPY ${target} ${COPY_COLUMNS} FROM STDIN (FORMAT binary)`));
   await pipeline(Readable.from(encoded()), copy);
+  // Parse and validation rejections of one batch were collected apart: report them in file order.
+  stats.rejections.sort((a, b) => (a.file === b.file ? a.line - b.line : a.file < b.file ? -1 : 1));
   return stats;
 }
 
