@@ -181,9 +181,8 @@ async function errorText(response: Response): Promise<string> {
 }
 
 function describe(error: unknown): string {
-  if (error instanceof Error) {
-    if (error.name === 'TimeoutError') return 'request timed out';
-    return error.message;
-  }
-  return String(error);
+  // AbortSignal.timeout() rejects with a DOMException, which is not always an Error instance.
+  const { name, message } = (error ?? {}) as { name?: string; message?: string };
+  if (name === 'TimeoutError') return 'request timed out';
+  return message ?? String(error);
 }
