@@ -1,7 +1,7 @@
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
 
@@ -72,6 +72,7 @@ export async function tempDir(): Promise<{
     dir,
     async file(name, text) {
       const path = join(dir, name);
+      await mkdir(dirname(path), { recursive: true });
       await writeFile(path, text);
       return path;
     },

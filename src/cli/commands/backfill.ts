@@ -265,7 +265,7 @@ async function backfillFromExchange(
 function parseTimeOption(text: string, name: string, usage: (message: string) => never): number {
   const micros = parseIsoMicros(text.trim());
   if (micros === null) usage(`${name} must be an ISO 8601 date or time, e.g. 2024-01-01`);
-  return Math.floor((micros as number) / 1000);
+  return Math.floor(micros / 1000);
 }
 
 function reportEnqueued(count: number, unit: string, json?: boolean) {

@@ -9,7 +9,7 @@ import { parse } from 'csv-parse/sync';
 export function splitCsvLine(line: string): string[] | null {
   if (line.indexOf('"') === -1) return line.split(',');
   try {
-    const records = parse(line, { relax_column_count: true }) as string[][];
+    const records: string[][] = parse(line, { relax_column_count: true });
     return records.length === 1 && records[0] ? records[0] : null;
   } catch {
     return null;

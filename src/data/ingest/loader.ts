@@ -282,12 +282,12 @@ function progressTap(onProgress?: (rows: number, bytes: number) => void) {
   let rows = 0;
   let bytes = 0;
   return {
-    report(r: number, b: number) {
+    report: (r: number, b: number) => {
       rows += r;
       bytes += b;
       onProgress?.(r, b);
     },
-    rewind() {
+    rewind: () => {
       if (rows || bytes) onProgress?.(-rows, -bytes);
       rows = 0;
       bytes = 0;
