@@ -145,9 +145,15 @@ describe('POST /data/prices/bulk', () => {
     expect(ndjson.status).toBe(413);
     expect(ndjson.body.error.code).toBe('payload_too_large');
     const json = await post(
-      JSON.stringify(Array.from({ length: 30_000 }, () => ({ code: 'BTC', time: 1, price: 1 }))),
+      JSON.stringify(Array.from({ length: 40_000 }, () => ({ code: 'BTC', time: 1, price: 1 }))),
     );
     expect(json.status).toBe(413);
+    const many = await post(
+      '{"code":"BTC","time":1,"price":1}\n'.repeat(100_001),
+      'application/x-ndjson',
+    );
+    expect(many.status).toBe(413);
+    expect(many.body.error.message).toMatch(/At most 100000 items/);
   });
 
   test('needs the write scope', async () => {

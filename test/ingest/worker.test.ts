@@ -4,6 +4,7 @@ import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { makeWorkerUtils } from 'graphile-worker';
+import pg from 'pg';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
@@ -95,9 +96,20 @@ describe('--enqueue: files as jobs for the worker', () => {
   });
 
   test('a worker killed mid-import leaves nothing behind; the rerun ends with the exact count', async () => {
-    const rows = 400_000;
+    const rows = 600_000;
     const path = await bigCsv('big.csv', 'BTC', rows);
-    await enqueueFileJobs(runtime.pool, [await planFile(path)], {});
+    const plan = await planFile(path);
+    await enqueueFileJobs(runtime.pool, [plan], {});
+    // Hold the unit's completion record in an open transaction: the import can stream its rows
+    // but never commit, so the kill below always lands before the end, however fast the machine.
+    const blocker = new pg.Client({ connectionString: runtime.config.DATABASE_URL });
+    await blocker.connect();
+    await blocker.query('BEGIN');
+    await blocker.query(
+      `INSERT INTO ingest_units (unit_key, kind, source, label, rows_read, rows_inserted, rows_duplicate, rows_rejected, load_path)
+       VALUES ($1, 'file', 'test', 'blocker', 0, 0, 0, 0, 'direct')`,
+      [plan.key],
+    );
     const child = spawn(
       join(process.cwd(), 'node_modules', '.bin', 'node'),
       [join(process.cwd(), 'bin', 'platform.mjs'), 'start', '--role', 'worker'],
@@ -108,19 +120,22 @@ describe('--enqueue: files as jobs for the worker', () => {
     );
     const exited = once(child, 'exit');
     try {
-      // Wait until the worker's COPY has streamed a good part of the file, then kill it hard.
+      // Kill it hard once its COPY has been streaming for a moment (or it waits to commit).
       await until(
-        async () => {
-          const copied = await runtime.pool.maybeOneFirst(sql.type(z.object({ n: z.number() }))`
-          SELECT tuples_processed::int AS n FROM pg_stat_progress_copy WHERE datname = current_database()`);
-          return (copied ?? 0) > 20_000;
-        },
+        () =>
+          runtime.pool.exists(sql.unsafe`
+            SELECT 1 FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name = 'platform-ingest'
+              AND ((query LIKE 'COPY%' AND state = 'active' AND now() - query_start > interval '300 ms')
+                   OR wait_event_type = 'Lock')`),
         60_000,
         'the worker to be mid-import',
       );
     } finally {
       child.kill('SIGKILL');
       await exited;
+      await blocker.query('ROLLBACK');
+      await blocker.end();
     }
     // The server rolls the dead session's transaction back: no row and no completion record.
     await until(
