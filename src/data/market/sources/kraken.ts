@@ -29,6 +29,7 @@ export function krakenPairKeys(code: string): string[] {
 }
 
 const isTransient = (body: unknown) => {
+  if (typeof body !== 'object' || body === null) return false;
   const errors = (body as { error?: unknown }).error;
   return (
     Array.isArray(errors) &&
