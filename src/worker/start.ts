@@ -1,4 +1,4 @@
-import { run, type Runner, type TaskList } from 'graphile-worker';
+import { parseCrontab, run, type Runner, type TaskList } from 'graphile-worker';
 import { createTaskList, crontab, recurringTasks } from '../../workers/index.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
@@ -19,7 +19,8 @@ export async function startWorkerRunner(
   return run({
     pgPool: runtime.pgPool,
     taskList: options.taskList ?? createTaskList(runtime),
-    crontab: options.taskList ? '' : crontab.join('\n'),
+    // Parsed here so graphile-worker does not look for a crontab file of its own.
+    parsedCronItems: parseCrontab(options.taskList ? '' : crontab.join('\n')),
     concurrency: options.concurrency ?? 4,
     noHandleSignals: true,
     logger: workerLogger(runtime.logger),

@@ -32,7 +32,9 @@ const freshSlot = () => {
 beforeAll(async () => {
   runtime = await createTestRuntime();
   await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
-  currencyCount = await runtime.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM currencies`);
+  currencyCount = await runtime.pool.oneFirst(
+    sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM currencies`,
+  );
   listener = await listenToTicks(runtime.database.url);
 });
 
