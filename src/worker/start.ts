@@ -19,7 +19,7 @@ export async function startWorkerRunner(
   return run({
     pgPool: runtime.pgPool,
     taskList: options.taskList ?? createTaskList(runtime),
-    // Parsed here so graphile-worker does not look for a crontab file of its own.
+    // Always explicit, so graphile-worker never looks for a crontab file in the working directory.
     parsedCronItems: parseCrontab(options.taskList ? '' : crontab.join('\n')),
     concurrency: options.concurrency ?? 4,
     noHandleSignals: true,

@@ -57,8 +57,8 @@ export async function createDatabasePool(
 /** A plain node-postgres pool, for COPY streams and LISTEN, which Slonik does not offer. */
 export function createPgPool(url: string, max = 4): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5_000 });
-  // A client losing its connection (database restart), idle or checked out, must not crash the
-  // process; the query in flight fails and the pool replaces the client.
+  // A client losing its connection (database restart) must not crash the process: the pool
+  // discards it and the next checkout reconnects.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
