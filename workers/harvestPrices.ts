@@ -24,7 +24,13 @@ const pricesWritten = counter(
   ['source'],
 );
 
-export type HarvestOutcome = 'written' | 'duplicate' | 'stale' | 'empty' | 'no_currencies';
+/**
+ * written: prices stored and announced. superseded: this slot or a later one was already
+ * written (a second job for the slot, or cycles finishing out of order). stale: the prices came
+ * in after the slot's time had passed. empty: no source priced anything. no_currencies: the
+ * currency list is empty (the data role installs it).
+ */
+export type HarvestOutcome = 'written' | 'superseded' | 'stale' | 'empty' | 'no_currencies';
 
 export interface HarvestCycleResult {
   outcome: HarvestOutcome;
@@ -60,8 +66,7 @@ export async function runHarvestCycle(
   );
   if (codes.length === 0) return finish('no_currencies');
 
-  // Leave the write a moment before the slot goes stale.
-  const fetchDeadline = slot.deadline - Math.min(500, slot.intervalMs / 4);
+  const fetchDeadline = fetchDeadlineOf(slot);
   const timeout = AbortSignal.timeout(Math.max(1, fetchDeadline - Date.now()));
   const signal = deps.signal ? AbortSignal.any([deps.signal, timeout]) : timeout;
   const harvest = await harvestPrices(sources, {
@@ -78,9 +83,19 @@ export async function runHarvestCycle(
     if (!(await claimSlot(tx, HARVEST_TASK, slot.start))) return null;
     return recordHarvest(tx, { at: slot.start, prices: harvest.prices });
   });
-  if (!written) return finish('duplicate', 0, harvest.outcomes);
+  if (!written) return finish('superseded', 0, harvest.outcomes);
   for (const { source } of harvest.prices) pricesWritten.inc({ source });
   return finish('written', harvest.prices.length, harvest.outcomes);
+}
+
+/**
+ * Sources get about one interval (at least a second from now) to answer, so a slow exchange
+ * delays the cycle's other prices by no more than that; never past the slot's staleness, less a
+ * moment for the write.
+ */
+export function fetchDeadlineOf(slot: SlotContext, now = Date.now()): number {
+  const latest = slot.deadline - Math.min(500, slot.intervalMs / 4);
+  return Math.min(latest, Math.max(slot.start.getTime() + slot.intervalMs, now + 1000));
 }
 
 /** The `harvest_prices` task; its sources live as long as the process (rate-limit state). */

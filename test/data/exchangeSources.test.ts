@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import { ExchangeClient } from '../../src/data/market/http.ts';
 import { createBinanceSource } from '../../src/data/market/sources/binance.ts';
 import { createCoinbaseSource } from '../../src/data/market/sources/coinbase.ts';
 import { createKrakenSource } from '../../src/data/market/sources/kraken.ts';
@@ -239,5 +240,50 @@ describe('exchange specifics', () => {
     exchange.script('/0/public/Ticker', { body: { error: ['EQuery:Unknown asset pair'] } });
     const source = createKrakenSource({ baseUrl: exchange.url, timeoutMs: 2000 });
     expect((await failureOf(fetchWith(source))).reason).toBe('exchange_error');
+  });
+});
+
+describe('exchange client back-off', () => {
+  const call = (client: ExchangeClient, budgetMs = 3000) =>
+    client.getJson(
+      `${exchange.url}/flaky`,
+      { signal: AbortSignal.timeout(budgetMs), deadline: Date.now() + budgetMs },
+      (body) => body,
+    );
+
+  test('consecutive failures rest the exchange longer each time; a success ends the streak', async () => {
+    const client = new ExchangeClient({
+      source: 'flaky',
+      timeoutMs: 1000,
+      retries: 0,
+      failureBackoffMs: 200,
+    });
+    exchange.script('/flaky', { status: 500 }, { status: 500 }, { body: { ok: true } });
+
+    expect((await failureOf(call(client))).reason).toBe('http');
+    expect((await failureOf(call(client))).reason).toBe('cooling_down'); // within 200 ms
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect((await failureOf(call(client))).reason).toBe('http');
+    const secondRest = client.restingUntil - Date.now();
+    expect(secondRest).toBeGreaterThan(250); // 400 ms after the second failure in a row
+    expect(secondRest).toBeLessThanOrEqual(400);
+    await new Promise((resolve) => setTimeout(resolve, secondRest + 50));
+    expect(await call(client)).toEqual({ ok: true });
+    expect(client.restingUntil).toBe(0);
+    expect(exchange.requests).toHaveLength(3);
+  });
+
+  test('an answer the caller cannot use counts as a failure', async () => {
+    const client = new ExchangeClient({ source: 'flaky', timeoutMs: 1000, failureBackoffMs: 500 });
+    exchange.script('/flaky', { body: { surprise: true } });
+    const read = () => {
+      throw new SourceError('flaky', 'malformed', 'unexpected shape');
+    };
+    const deadline = Date.now() + 2000;
+    const signal = AbortSignal.timeout(2000);
+    await expect(
+      client.getJson(`${exchange.url}/flaky`, { signal, deadline }, read),
+    ).rejects.toThrow('unexpected shape');
+    expect(client.restingUntil).toBeGreaterThan(Date.now());
   });
 });

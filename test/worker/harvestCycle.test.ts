@@ -11,7 +11,13 @@ import {
   priceTickPayloads,
 } from '../../src/data/prices/priceEvents.ts';
 import { slotContext } from '../../src/worker/recurring.ts';
-import { createHarvestTask, runHarvestCycle } from '../../workers/harvestPrices.ts';
+import { createCoinbaseSource } from '../../src/data/market/sources/coinbase.ts';
+import {
+  createHarvestTask,
+  fetchDeadlineOf,
+  runHarvestCycle,
+} from '../../workers/harvestPrices.ts';
+import { startFakeExchange } from '../support/fakeExchange.ts';
 import { listenToTicks, type TickListener } from '../support/priceTicks.ts';
 import { setSnapshot } from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
@@ -125,7 +131,7 @@ describe('a harvest cycle', () => {
       'written',
     );
     const again = await runHarvestCycle({ runtime, sources: [simulated] }, slot);
-    expect(again.outcome).toBe('duplicate');
+    expect(again.outcome).toBe('superseded');
     expect(await countAt(slot.start)).toBe(currencyCount);
     await listener.waitFor(1);
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -139,7 +145,7 @@ describe('a harvest cycle', () => {
       'written',
     );
     expect((await runHarvestCycle({ runtime, sources: [simulated] }, older)).outcome).toBe(
-      'duplicate',
+      'superseded',
     );
     expect(await countAt(older.start)).toBe(0);
   });
@@ -150,7 +156,7 @@ describe('a harvest cycle', () => {
       runHarvestCycle({ runtime, sources: [simulated] }, slot),
       runHarvestCycle({ runtime, sources: [simulated] }, slot),
     ]);
-    expect(results.map((r) => r.outcome).sort()).toEqual(['duplicate', 'written']);
+    expect(results.map((r) => r.outcome).sort()).toEqual(['superseded', 'written']);
     expect(await countAt(slot.start)).toBe(currencyCount);
     await listener.waitFor(1);
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -195,6 +201,43 @@ describe('a harvest cycle', () => {
     expect((await runHarvestCycle({ runtime, sources: [simulated] }, next)).outcome).toBe(
       'written',
     );
+  });
+
+  test('an exchange that hangs delays the cycle by at most about one interval', async () => {
+    const exchange = await startFakeExchange();
+    exchange.script('/v2/exchange-rates', { hang: true });
+    try {
+      const coinbase = createCoinbaseSource({ baseUrl: exchange.url, timeoutMs: 4000 });
+      // A slot of now, as the ticker would enqueue it (earlier tests claimed later slots).
+      await runtime.pool.query(sql.unsafe`DELETE FROM recurring_slots`);
+      const slot = slotContext(new Date(Math.floor(Date.now() / 1000) * 1000), 1000);
+      const started = Date.now();
+      const result = await runHarvestCycle({ runtime, sources: [coinbase, simulated] }, slot);
+      expect(Date.now() - started).toBeLessThan(2500);
+      expect(result.outcome).toBe('written');
+      expect(result.outcomes[0]).toMatchObject({ source: 'coinbase', priced: 0 });
+      expect(result.outcomes[0]!.error?.reason).toBe('timeout');
+      expect(await countAt(slot.start)).toBe(currencyCount);
+      // The failing exchange now rests: the next cycle does not wait for it at all.
+      const next = freshSlot();
+      const quick = Date.now();
+      const again = await runHarvestCycle({ runtime, sources: [coinbase, simulated] }, next);
+      expect(again.outcomes[0]!.error?.reason).toBe('cooling_down');
+      expect(Date.now() - quick).toBeLessThan(1000);
+      expect(exchange.requests.length).toBeGreaterThanOrEqual(1);
+    } finally {
+      await exchange.close();
+    }
+  });
+
+  test('sources get about one interval to answer, never past the slot going stale', () => {
+    const start = new Date(1_800_000_000_000);
+    const at = (ms: number) => start.getTime() + ms;
+    expect(fetchDeadlineOf(slotContext(start, 5000), at(10))).toBe(at(5000));
+    expect(fetchDeadlineOf(slotContext(start, 1000), at(10))).toBe(at(1010));
+    expect(fetchDeadlineOf(slotContext(start, 1000), at(800))).toBe(at(1800));
+    expect(fetchDeadlineOf(slotContext(start, 1000), at(2500))).toBe(at(2750));
+    expect(fetchDeadlineOf(slotContext(start, 60_000), at(50))).toBe(at(60_000));
   });
 
   test('a currency no source prices is left out of the cycle', async () => {

@@ -19,6 +19,10 @@ export interface ExchangeClientOptions {
   defaultCooldownMs?: number;
   /** Longest rest a Retry-After may impose (a bad header must not silence a source for days). */
   maxCooldownMs?: number;
+  /** Rest after the first of consecutive failed calls; it doubles with each further failure. */
+  failureBackoffMs?: number;
+  /** Longest rest after consecutive failures. */
+  maxFailureBackoffMs?: number;
   /** Recognises bodies that report a passing failure with status 200 (Kraken does that). */
   isTransient?: (body: unknown) => boolean;
 }
@@ -38,7 +42,9 @@ export class ExchangeClient {
   readonly #options: Required<Omit<ExchangeClientOptions, 'isTransient'>> &
     Pick<ExchangeClientOptions, 'isTransient'>;
   #restUntil = 0;
+  #restReason = '';
   #nextCallAt = 0;
+  #consecutiveFailures = 0;
 
   constructor(options: ExchangeClientOptions) {
     this.#options = {
@@ -46,6 +52,8 @@ export class ExchangeClient {
       minSpacingMs: 0,
       defaultCooldownMs: 30_000,
       maxCooldownMs: 600_000,
+      failureBackoffMs: 1_000,
+      maxFailureBackoffMs: 60_000,
       ...options,
     };
   }
@@ -56,11 +64,55 @@ export class ExchangeClient {
   }
 
   /** Stays away for `ms`: for exchanges that report rate limits in the body of a 200. */
-  restFor(ms: number) {
-    this.#restUntil = Date.now() + Math.min(ms, this.#options.maxCooldownMs);
+  restFor(ms: number, reason = 'rate-limited by the exchange') {
+    this.#rest(Math.min(ms, this.#options.maxCooldownMs), reason);
   }
 
-  async getJson(url: string | URL, { signal, deadline }: CallOptions): Promise<unknown> {
+  succeeded() {
+    this.#consecutiveFailures = 0;
+  }
+
+  /**
+   * A call (or its answer) failed: rest a while, doubling with each consecutive failure, so a
+   * dead or hanging exchange costs the cycles little while it recovers (a circuit breaker).
+   */
+  failed() {
+    this.#consecutiveFailures += 1;
+    const { failureBackoffMs, maxFailureBackoffMs } = this.#options;
+    const backoff = failureBackoffMs * 2 ** Math.min(this.#consecutiveFailures - 1, 16);
+    this.#rest(Math.min(backoff, maxFailureBackoffMs), 'failing; backing off');
+  }
+
+  #rest(ms: number, reason: string) {
+    const until = Date.now() + ms;
+    if (until > this.#restUntil) {
+      this.#restUntil = until;
+      this.#restReason = reason;
+    }
+  }
+
+  /**
+   * GETs `url` and hands the JSON body to `read`, which turns it into the caller's result or
+   * throws a SourceError. Failures (of the call or of `read`) start or extend the back-off;
+   * a successful read ends it.
+   */
+  async getJson<T>(
+    url: string | URL,
+    { signal, deadline }: CallOptions,
+    read: (body: unknown) => T,
+  ): Promise<T> {
+    const body = await this.#fetchJson(url, signal, deadline);
+    try {
+      const result = read(body);
+      this.succeeded();
+      return result;
+    } catch (error) {
+      if (!(error instanceof SourceError && error.reason === 'rate_limited')) this.failed();
+      throw error;
+    }
+  }
+
+  async #fetchJson(url: string | URL, signal: AbortSignal, deadline: number): Promise<unknown> {
     const { source } = this.#options;
     await this.#awaitTurn(deadline, signal);
     const budget = deadline - Date.now();
@@ -86,11 +138,14 @@ export class ExchangeClient {
         })
         .text();
     } catch (error) {
-      throw this.#classify(error, signal, deadline);
+      const failure = this.#classify(error, signal, deadline);
+      if (failure.reason !== 'rate_limited' && failure.reason !== 'aborted') this.failed();
+      throw failure;
     }
     try {
       return JSON.parse(text) as unknown;
     } catch (error) {
+      this.failed();
       throw new SourceError(source, 'malformed', 'the answer is not JSON', { cause: error });
     }
   }
@@ -102,7 +157,7 @@ export class ExchangeClient {
       throw new SourceError(
         source,
         'cooling_down',
-        `rate-limited by the exchange; resting until ${new Date(this.#restUntil).toISOString()}`,
+        `${this.#restReason}; resting until ${new Date(this.#restUntil).toISOString()}`,
       );
     }
     const wait = this.#nextCallAt - now;
@@ -147,7 +202,7 @@ export class ExchangeClient {
           retryAfterMs(headers) ?? this.#options.defaultCooldownMs,
           this.#options.maxCooldownMs,
         );
-        this.#restUntil = Date.now() + rest;
+        this.#rest(rest, `answered ${status}`);
         return new SourceError(source, 'rate_limited', `answered ${status}; resting ${rest} ms`, {
           cause: error,
         });

@@ -27,28 +27,31 @@ export function createBinanceSource(options: HttpSourceOptions): PriceSource {
     name,
     async fetchPrices({ codes, signal, deadline }: PriceRequest) {
       const url = new URL('/api/v3/ticker/price', options.baseUrl);
-      const body = tickerPrices.safeParse(await client.getJson(url, { signal, deadline }));
-      if (!body.success) throw new SourceError(name, 'malformed', 'unexpected ticker shape');
-      const bySymbol = new Map<string, number>();
-      for (const ticker of body.data) {
-        const price = positivePrice(ticker.price);
-        if (price !== null) bySymbol.set(ticker.symbol, price);
-      }
-      const prices = new Map<string, number>();
-      for (const code of codes) {
-        if (code === 'USDT') {
-          prices.set(code, 1);
-          continue;
-        }
-        for (const quote of QUOTES) {
-          const price = bySymbol.get(`${code}${quote}`);
-          if (price !== undefined) {
-            prices.set(code, price);
-            break;
-          }
-        }
-      }
-      return prices;
+      return client.getJson(url, { signal, deadline }, (answer) => {
+        const body = tickerPrices.safeParse(answer);
+        if (!body.success) throw new SourceError(name, 'malformed', 'unexpected ticker shape');
+        return pricesFromTickers(body.data, codes);
+      });
     },
   };
+}
+
+function pricesFromTickers(tickers: Array<{ symbol: string; price: unknown }>, codes: string[]) {
+  const bySymbol = new Map<string, number>();
+  for (const ticker of tickers) {
+    const price = positivePrice(ticker.price);
+    if (price !== null) bySymbol.set(ticker.symbol, price);
+  }
+  const prices = new Map<string, number>();
+  for (const code of codes) {
+    if (code === 'USDT') {
+      prices.set(code, 1);
+      continue;
+    }
+    const price = QUOTES.map((quote) => bySymbol.get(`${code}${quote}`)).find(
+      (p) => p !== undefined,
+    );
+    if (price !== undefined) prices.set(code, price);
+  }
+  return prices;
 }

@@ -28,16 +28,19 @@ export function createCoinbaseSource(options: HttpSourceOptions): PriceSource {
     async fetchPrices({ codes, signal, deadline }: PriceRequest) {
       const url = new URL('/v2/exchange-rates', options.baseUrl);
       url.searchParams.set('currency', 'USD');
-      const body = exchangeRates.safeParse(await client.getJson(url, { signal, deadline }));
-      if (!body.success)
-        throw new SourceError(name, 'malformed', 'unexpected exchange-rates shape');
-      const prices = new Map<string, number>();
-      for (const code of codes) {
-        const rate = positivePrice(body.data.data.rates[code]);
-        // Units per dollar → dollars per unit; ten significant digits drop the division's noise.
-        if (rate !== null) prices.set(code, Number((1 / rate).toPrecision(10)));
-      }
-      return prices;
+      return client.getJson(url, { signal, deadline }, (answer) => {
+        const body = exchangeRates.safeParse(answer);
+        if (!body.success) {
+          throw new SourceError(name, 'malformed', 'unexpected exchange-rates shape');
+        }
+        const prices = new Map<string, number>();
+        for (const code of codes) {
+          const rate = positivePrice(body.data.data.rates[code]);
+          // Units per dollar → dollars per unit; ten significant digits drop the division's noise.
+          if (rate !== null) prices.set(code, Number((1 / rate).toPrecision(10)));
+        }
+        return prices;
+      });
     },
   };
 }

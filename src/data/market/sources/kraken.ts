@@ -51,27 +51,30 @@ export function createKrakenSource(options: HttpSourceOptions): PriceSource {
     name,
     async fetchPrices({ codes, signal, deadline }: PriceRequest) {
       const url = new URL('/0/public/Ticker', options.baseUrl);
-      const body = tickerAnswer.safeParse(await client.getJson(url, { signal, deadline }));
-      if (!body.success) throw new SourceError(name, 'malformed', 'unexpected ticker shape');
-      const { error, result } = body.data;
-      if (error.some((e) => e.startsWith('EGeneral:Too many requests'))) {
-        client.restFor(RATE_LIMIT_REST_MS);
-        throw new SourceError(name, 'rate_limited', error.join('; '));
-      }
-      if (error.length > 0 || !result) {
-        throw new SourceError(name, 'exchange_error', error.join('; ') || 'no result');
-      }
-      const prices = new Map<string, number>();
-      for (const code of codes) {
-        for (const key of krakenPairKeys(code)) {
-          const price = positivePrice(result[key]?.c[0]);
-          if (price !== null) {
-            prices.set(code, price);
-            break;
-          }
+      return client.getJson(url, { signal, deadline }, (answer) => {
+        const body = tickerAnswer.safeParse(answer);
+        if (!body.success) throw new SourceError(name, 'malformed', 'unexpected ticker shape');
+        const { error, result } = body.data;
+        if (error.some((e) => e.startsWith('EGeneral:Too many requests'))) {
+          client.restFor(RATE_LIMIT_REST_MS);
+          throw new SourceError(name, 'rate_limited', error.join('; '));
         }
-      }
-      return prices;
+        if (error.length > 0 || !result) {
+          throw new SourceError(name, 'exchange_error', error.join('; ') || 'no result');
+        }
+        return pricesFromTickers(result, codes);
+      });
     },
   };
+}
+
+function pricesFromTickers(result: Record<string, { c: unknown[] }>, codes: string[]) {
+  const prices = new Map<string, number>();
+  for (const code of codes) {
+    const price = krakenPairKeys(code)
+      .map((key) => positivePrice(result[key]?.c[0]))
+      .find((p) => p !== null);
+    if (price !== undefined && price !== null) prices.set(code, price);
+  }
+  return prices;
 }
