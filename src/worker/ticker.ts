@@ -11,7 +11,10 @@ import { counter, gauge } from '../shared/metrics.ts';
 // next try (within `followerRetryMs`). What the tick does must itself be idempotent per slot: a
 // leader cut off from the database may tick once more before it learns it lost the lead.
 
-const LOCK_CLASS = 727_100; // the platform's advisory-lock namespace for tickers
+/** First key of every ticker's advisory lock: the platform's namespace for tickers. */
+export const TICKER_LOCK_CLASS = 727_100;
+/** Ticker connections name themselves `ticker:<name>` (see `platform doctor`). */
+export const TICKER_APPLICATION_PREFIX = 'ticker:';
 // A leader whose network vanished leaves an idle session behind; the server ends it after this,
 // releasing the lock, where TCP keep-alive alone could take hours.
 const IDLE_SESSION_TIMEOUT_MS = 30_000;
@@ -76,7 +79,7 @@ export function startTicker(options: TickerOptions): Ticker {
   const connect = async (): Promise<pg.Client> => {
     const fresh = new pg.Client({
       connectionString: options.connectionString,
-      application_name: `ticker:${options.name}`,
+      application_name: `${TICKER_APPLICATION_PREFIX}${options.name}`,
       keepAlive: true,
     });
     // A dropped connection surfaces here and, for the leader, on its next query.
@@ -116,7 +119,7 @@ export function startTicker(options: TickerOptions): Ticker {
     } else {
       const { rows } = await client.query<{ locked: boolean }>(
         'SELECT pg_try_advisory_lock($1, $2) AS locked',
-        [LOCK_CLASS, lockKey],
+        [TICKER_LOCK_CLASS, lockKey],
       );
       setLeader(rows[0]?.locked === true);
       if (!leader) {

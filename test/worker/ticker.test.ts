@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
+import { tickerStatus, workerCheck } from '../../src/worker/status.ts';
 import { startTicker, type Slot, type Ticker } from '../../src/worker/ticker.ts';
 import { eventually } from '../support/priceTicks.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
@@ -89,6 +90,31 @@ describe('ticker', () => {
     expect(new Set(ofAIndexes).size).toBe(ofAIndexes.length);
     expect(new Set(ofBIndexes).size).toBe(ofBIndexes.length);
     expect(ofBIndexes.filter((i) => ofAIndexes.includes(i)).length).toBeLessThanOrEqual(1);
+  });
+
+  test('doctor sees the worker processes and the one leader of the harvest ticker', async () => {
+    expect(await workerCheck({ pool: runtime.pool })).toEqual([
+      expect.objectContaining({ name: 'worker', ok: false }),
+    ]);
+    const seen: Recorded[] = [];
+    const a = tickerFor('harvest_prices', 'a', seen, 60_000);
+    const b = tickerFor('harvest_prices', 'b', seen, 60_000);
+    try {
+      await eventually(() => a.isLeader() || b.isLeader(), 5000, 'a leader');
+      await eventually(
+        async () => (await tickerStatus(runtime.pool)).some((t) => t.processes === 2),
+        5000,
+        'both tickers connected',
+      );
+      expect(await tickerStatus(runtime.pool)).toEqual([
+        { name: 'harvest_prices', processes: 2, leaders: 1 },
+      ]);
+      const [check] = await workerCheck({ pool: runtime.pool });
+      expect(check).toMatchObject({ name: 'worker', ok: true });
+      expect(check!.detail).toMatch(/2 worker process/);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
   });
 
   test('tickers of different names lead independently', async () => {
