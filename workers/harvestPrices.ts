@@ -105,11 +105,16 @@ export function createHarvestTask(
 ): Task {
   const log = runtime.logger.child({ task: HARVEST_TASK });
   const failures = new FailureLog(log);
+  let warnedNoCurrencies = false;
   return slotTask(HARVEST_TASK, runtime.logger, async (slot, helpers) => {
     const result = await runHarvestCycle(
       { runtime, sources, signal: helpers.abortSignal, failures },
       slot,
     );
+    if (result.outcome === 'no_currencies' && !warnedNoCurrencies) {
+      warnedNoCurrencies = true;
+      log.warn('no currencies to harvest yet; the data role installs the list when it starts');
+    }
     // Failing sources are reported by the failure log; only a late write deserves a warning.
     const level = result.outcome === 'stale' ? 'warn' : 'debug';
     log[level](
