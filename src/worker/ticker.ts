@@ -81,6 +81,10 @@ export function startTicker(options: TickerOptions): Ticker {
       connectionString: options.connectionString,
       application_name: `${TICKER_APPLICATION_PREFIX}${options.name}`,
       keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      connectionTimeoutMillis: 5_000,
+      // A heartbeat that hangs (a silent network) must fail, so a cut-off leader steps down.
+      query_timeout: 10_000,
     });
     // A dropped connection surfaces here and, for the leader, on its next query.
     fresh.on('error', (error) => {
