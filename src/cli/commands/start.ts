@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { sql } from 'slonik';
 import { startDataRole } from '../../data/start.ts';
+import { startWorkerRole } from '../../worker/start.ts';
 import { createToken, revokeToken } from '../../data/tokens/tokenStore.ts';
 import type { Config } from '../../shared/config.ts';
 import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
@@ -16,6 +17,7 @@ type RoleStarter = (runtime: Runtime) => Promise<RoleHandle>;
 // Each process role the platform can run; `all` runs every one of them in this process.
 export const ROLES: Record<string, RoleStarter> = {
   data: startDataRole,
+  worker: startWorkerRole,
 };
 
 const LOCAL_TOKEN_NAME = 'local-start';

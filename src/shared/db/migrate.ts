@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
 import { runner } from 'node-pg-migrate';
 import type { Logger } from '../logger.ts';
 
@@ -42,6 +43,8 @@ export async function migrate(url: string, logger?: Logger): Promise<MigrationRe
       noLock: true,
       logger: migrationLogger(logger),
     });
+    // The job queue's own schema, so jobs can be enqueued before any worker has started.
+    await runWorkerMigrations({ connectionString: url, logger: quietWorkerLogger });
     return { applied: ran.map((m) => m.name) };
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
@@ -66,6 +69,8 @@ export async function appliedMigrations(url: string): Promise<string[] | null> {
     await client.end();
   }
 }
+
+const quietWorkerLogger = new WorkerLogger(() => () => {});
 
 function migrationLogger(logger?: Logger) {
   return {

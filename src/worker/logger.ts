@@ -1,0 +1,17 @@
+import { Logger as WorkerLogger, type LogLevel } from 'graphile-worker';
+import type { Logger } from '../shared/logger.ts';
+
+const LEVELS: Record<LogLevel, 'error' | 'warn' | 'info' | 'debug'> = {
+  error: 'error',
+  warning: 'warn',
+  info: 'info',
+  debug: 'debug',
+};
+
+/** graphile-worker's logger, writing through the platform's pino logger. */
+export function workerLogger(logger: Logger): WorkerLogger {
+  return new WorkerLogger((scope) => {
+    const child = logger.child({ component: 'worker', ...scope });
+    return (level, message, meta) => child[LEVELS[level]](meta ?? {}, message);
+  });
+}
