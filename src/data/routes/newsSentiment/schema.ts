@@ -5,12 +5,9 @@ import { timestampSchema } from '../../signals/timestamp.ts';
 
 export const newsSentimentRequestSchema = z
   .object({
-    articleId: z
-      .number()
-      .int()
-      .meta({
-        description: 'Unique key of the article; a repeated id is accepted and stored once.',
-      }),
+    articleId: z.number().int().meta({
+      description: 'Unique key of the article; a repeated id is accepted and stored once.',
+    }),
     title: text(1, 1000),
     publishDate: timestampSchema,
     source: text(1, 200),
