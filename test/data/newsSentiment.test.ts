@@ -200,6 +200,15 @@ describe('POST /data/news-sentiment/add/bulk', () => {
     expect((await storedArticles([601, 602])).length).toBe(2);
   });
 
+  test('/metrics counts items by outcome', async () => {
+    const { text } = await getJson(`${server.url}/metrics`);
+    for (const outcome of ['accepted', 'duplicate', 'rejected']) {
+      expect(text).toMatch(
+        new RegExp(`data_signal_items_total\\{kind="news_sentiment",outcome="${outcome}"\\} [1-9]`),
+      );
+    }
+  });
+
   test('an empty array stores nothing and says so', async () => {
     const { status, body } = await addNewsBulk([]);
     expect(status).toBe(200);

@@ -75,7 +75,9 @@ export function registerPredictionRoutes(registry: RouteRegistry, deps: SignalRo
       responses: {
         200: {
           description: 'Counts, ids and rejections',
-          schema: bulkOutcomeSchema.extend(predictionBulkOutcomeFields),
+          schema: bulkOutcomeSchema
+            .extend(predictionBulkOutcomeFields)
+            .meta({ id: 'PredictionBulkOutcome' }),
         },
       },
       errors: [401, 403, 413, 415, 503],

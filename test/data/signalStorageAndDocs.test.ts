@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { sql } from 'slonik';
+import { z } from 'zod';
 import { createDataService } from '../../src/data/service.ts';
 import type { RunningServer } from '../../src/shared/http/server.ts';
 import { getJson, serve } from '../support/http.ts';
@@ -60,4 +62,36 @@ test('/openapi.json documents every signal route with its bodies and errors', as
     expect.arrayContaining(['currency', 'prediction', 'queryLoad', 'trainingDevice']),
   );
   expect(schemas.TrainingSessionRequest.required).not.toContain('shortSequenceLength');
+});
+
+test('signal inputs are hypertables with the indexes their reads use', async () => {
+  const dimensions = await runtime.pool.any(sql.type(
+    z.object({ table: z.string(), column: z.string(), interval: z.string() }),
+  )`
+    SELECT hypertable_name AS table, column_name AS column, time_interval::text AS interval
+    FROM timescaledb_information.dimensions
+    WHERE hypertable_name IN ('news_sentiment', 'predictions', 'training_sessions')
+    ORDER BY 1
+  `);
+  expect(dimensions).toEqual([
+    { table: 'news_sentiment', column: 'publish_date', interval: '30 days' },
+    { table: 'predictions', column: 'last_updated', interval: '30 days' },
+    { table: 'training_sessions', column: 'training_start_time', interval: '30 days' },
+  ]);
+  const indexes = await runtime.pool.anyFirst(sql.type(z.object({ definition: z.string() }))`
+    SELECT regexp_replace(indexdef, '^.* USING ', '') AS definition FROM pg_indexes
+    WHERE tablename IN ('news_sentiment', 'predictions', 'training_sessions')
+    ORDER BY tablename, indexname
+  `);
+  expect(indexes).toEqual([
+    'btree (article_id, publish_date)',
+    'btree (publish_date DESC)',
+    'btree (currency_code, last_updated)',
+    'btree (id, last_updated)',
+    'btree (currency_code, training_start_time)',
+    'btree (model_type, training_start_time DESC)',
+    'btree (id, training_start_time)',
+    'btree (prediction_id, prediction_time)',
+    'btree (training_start_time DESC)',
+  ]);
 });
