@@ -1,4 +1,4 @@
-import { run, type Runner, type TaskList } from 'graphile-worker';
+import { parseCrontab, run, type Runner, type TaskList } from 'graphile-worker';
 import { createTaskList, crontab } from '../../workers/index.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
@@ -17,7 +17,8 @@ export async function startWorkerRunner(
   return run({
     pgPool: runtime.pgPool,
     taskList: options.taskList ?? createTaskList(runtime),
-    crontab: options.taskList ? '' : crontab.join('\n'),
+    // Always explicit, so graphile-worker never looks for a crontab file in the working directory.
+    parsedCronItems: parseCrontab(options.taskList ? '' : crontab.join('\n')),
     concurrency: options.concurrency ?? 4,
     noHandleSignals: true,
     logger: workerLogger(runtime.logger),
