@@ -103,6 +103,22 @@ export const configSchema = z.object({
     .min(1)
     .default(50000)
     .describe('Most points one history answer may hold; larger requests go to the export route.'),
+  SIGNAL_BULK_MAX_ITEMS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .default(10_000)
+    .describe(
+      'Most items one bulk request of news sentiment, predictions or training sessions may hold.',
+    ),
+  SIGNAL_BULK_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024 * 1024)
+    .default(10 * 1024 * 1024)
+    .describe('Largest body, in bytes, of one bulk request of signal inputs.'),
   SESSION_KEYS: z
     .string()
     .optional()

@@ -36,6 +36,8 @@ export interface PoolOptions {
   maxPoolSize?: number;
   statementTimeoutMs?: number;
   connectionTimeoutMs?: number;
+  /** Extra interceptors after the row validator (instrumentation, tests). */
+  interceptors?: Interceptor[];
 }
 
 export async function createDatabasePool(
@@ -43,7 +45,7 @@ export async function createDatabasePool(
   options: PoolOptions = {},
 ): Promise<DatabasePool> {
   return createPool(url, {
-    interceptors: [resultParser],
+    interceptors: [resultParser, ...(options.interceptors ?? [])],
     typeParsers,
     maxPoolSize: options.maxPoolSize ?? 10,
     statementTimeout: options.statementTimeoutMs ?? 30_000,
