@@ -20,17 +20,16 @@ export async function enqueueJob(
   payload: unknown,
   options: JobOptions = {},
 ): Promise<void> {
-  // Every argument is typed: untyped NULLs leave PostgreSQL unable to pick the function.
   await db.query(sql.unsafe`
     SELECT graphile_worker.add_job(
       ${task}::text,
-      ${JSON.stringify(payload ?? null)}::json,
+      ${sql.json(payload as never)}::json,
       queue_name => ${options.queueName ?? null}::text,
-      run_at => ${options.runAt ? options.runAt.toISOString() : null}::timestamptz,
+      run_at => ${options.runAt ? sql.timestamp(options.runAt) : null}::timestamptz,
       max_attempts => ${options.maxAttempts ?? null}::int,
       job_key => ${options.jobKey ?? null}::text,
       priority => ${options.priority ?? null}::int,
-      job_key_mode => ${options.jobKeyMode ?? null}::text
+      job_key_mode => ${options.jobKeyMode ?? 'replace'}::text
     )
   `);
 }

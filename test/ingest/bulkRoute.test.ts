@@ -14,7 +14,10 @@ let writeToken: string;
 let readToken: string;
 
 beforeAll(async () => {
-  runtime = await createTestRuntime();
+  runtime = await createTestRuntime({
+    PRICE_BULK_MAX_ITEMS: '1000',
+    PRICE_BULK_MAX_BYTES: '100000',
+  });
   await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
   writeToken = (await createToken(runtime.pool, 'loader', ['write'])).token;
   readToken = (await createToken(runtime.pool, 'reader', ['read'])).token;
@@ -61,6 +64,7 @@ describe('POST /data/prices/bulk', () => {
     const { status, body } = await post(JSON.stringify(items));
     expect(status).toBe(200);
     expect(body).toEqual({
+      received: 7,
       accepted: 3,
       inserted: 3,
       duplicates: 0,
@@ -84,25 +88,23 @@ describe('POST /data/prices/bulk', () => {
       { code: 'BTC', time: '2024-02-01T00:05:00Z', price: 42080 },
     ];
     const { body } = await post(JSON.stringify(items));
-    expect(body).toEqual({ accepted: 2, inserted: 1, duplicates: 1, rejected: [] });
+    expect(body).toEqual({ received: 2, accepted: 2, inserted: 1, duplicates: 1, rejected: [] });
     expect((await stored('BTC'))[0]?.open).toBe(42000);
   });
 
-  test('takes NDJSON, reporting lines that are not JSON by index', async () => {
+  test('takes NDJSON, one item a line; a line that is not JSON refuses the request', async () => {
     const ndjson = [
       '{"code":"ETH","time":"2024-02-01T00:00:00Z","price":2300}',
-      '{"code":"ETH","time":"2024-02-01T00:01:00Z",',
       '',
       '{"code":"ETH","time":"2024-02-01T00:02:00Z","open":2301,"high":2302,"low":2300,"close":2301.5}',
     ].join('\n');
     const { status, body } = await post(ndjson, 'application/x-ndjson');
     expect(status).toBe(200);
-    expect(body).toEqual({
-      accepted: 2,
-      inserted: 2,
-      duplicates: 0,
-      rejected: [{ index: 1, reason: 'not valid JSON' }],
-    });
+    expect(body).toEqual({ received: 2, accepted: 2, inserted: 2, duplicates: 0, rejected: [] });
+    expect(await stored('ETH')).toHaveLength(2);
+    const broken = await post(`${ndjson}\n{"code":"ETH",`, 'application/x-ndjson');
+    expect(broken.status).toBe(400);
+    expect(broken.body.error.code).toBe('invalid_json');
     expect(await stored('ETH')).toHaveLength(2);
   });
 
@@ -127,6 +129,7 @@ describe('POST /data/prices/bulk', () => {
 
   test('an empty array is fine; a non-array is 400; other media types 415', async () => {
     expect((await post('[]')).body).toEqual({
+      received: 0,
       accepted: 0,
       inserted: 0,
       duplicates: 0,
@@ -139,21 +142,22 @@ describe('POST /data/prices/bulk', () => {
     expect(text.status).toBe(415);
   });
 
-  test('too large bodies are refused with 413', async () => {
-    const big = `${'{"code":"BTC","time":"2024-02-01T00:00:00Z","price":1}\n'.repeat(320_000)}`;
-    const ndjson = await post(big, 'application/x-ndjson');
-    expect(ndjson.status).toBe(413);
-    expect(ndjson.body.error.code).toBe('payload_too_large');
-    const json = await post(
-      JSON.stringify(Array.from({ length: 40_000 }, () => ({ code: 'BTC', time: 1, price: 1 }))),
+  test('bodies over the byte or item limit are refused with 413 and nothing is stored', async () => {
+    const tick = (i: number) => ({ code: 'DOGE', time: 1_600_000_000 + i * 60, price: 0.1 });
+    const bytes = await post(
+      JSON.stringify(Array.from({ length: 2000 }, (_, i) => ({ ...tick(i), pad: 'x'.repeat(40) }))),
     );
-    expect(json.status).toBe(413);
-    const many = await post(
-      '{"code":"BTC","time":1,"price":1}\n'.repeat(100_001),
+    expect(bytes.status).toBe(413);
+    expect(bytes.body.error.code).toBe('payload_too_large');
+    const items = await post(
+      Array.from({ length: 1001 }, (_, i) => JSON.stringify(tick(i))).join('\n'),
       'application/x-ndjson',
     );
-    expect(many.status).toBe(413);
-    expect(many.body.error.message).toMatch(/At most 100000 items/);
+    expect(items.status).toBe(413);
+    expect(items.body.error.message).toMatch(/1000 items/);
+    expect(await stored('DOGE')).toHaveLength(0);
+    const fits = await post(JSON.stringify(Array.from({ length: 1000 }, (_, i) => tick(i))));
+    expect(fits.body).toMatchObject({ received: 1000, inserted: 1000 });
   });
 
   test('needs the write scope', async () => {

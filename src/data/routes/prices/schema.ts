@@ -1,9 +1,5 @@
 import { z } from 'zod';
 
-export const BULK_MAX_ITEMS = 100_000;
-/** NDJSON bodies are read by the route itself, up to this size (JSON arrays: the service limit). */
-export const BULK_MAX_NDJSON_BYTES = 16 * 1024 * 1024;
-
 const number = z.union([z.number(), z.string()]);
 const time = z
   .union([z.iso.datetime({ offset: true, local: true }), z.number()])
@@ -32,7 +28,7 @@ export const bulkTickSchema = z
 export const bulkBodySchema = z.array(z.unknown()).meta({
   description:
     'Candles {code, time, open, high, low, close, volume?} or ticks {code, time, price}, as a JSON ' +
-    `array or NDJSON (one object per line); at most ${BULK_MAX_ITEMS} items.`,
+    'array or NDJSON (one object per line).',
   override: ({ jsonSchema }) => {
     jsonSchema.items = {
       anyOf: [
@@ -45,6 +41,7 @@ export const bulkBodySchema = z.array(z.unknown()).meta({
 
 export const bulkResultSchema = z
   .object({
+    received: z.number().int().meta({ description: 'Items in the request' }),
     accepted: z.number().int().meta({ description: 'Valid items (inserted + duplicates)' }),
     inserted: z.number().int(),
     duplicates: z.number().int().meta({ description: 'Already stored: existing rows win' }),
