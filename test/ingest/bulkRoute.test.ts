@@ -160,6 +160,13 @@ describe('POST /data/prices/bulk', () => {
     expect(fits.body).toMatchObject({ received: 1000, inserted: 1000 });
   });
 
+  test('counts rows in the ingest metrics, by source', async () => {
+    const { text } = await getJson(`${server.url}/metrics`);
+    expect(text).toMatch(/ingest_rows_inserted_total\{source="bulk"\} [1-9]/);
+    expect(text).toMatch(/ingest_rows_duplicate_total\{source="bulk"\} [1-9]/);
+    expect(text).toMatch(/ingest_rows_rejected_total\{source="bulk"\} [1-9]/);
+  });
+
   test('needs the write scope', async () => {
     expect((await post('[]', 'application/json', '')).status).toBe(401);
     expect((await post('[]', 'application/json', readToken)).status).toBe(403);

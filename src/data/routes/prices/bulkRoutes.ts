@@ -5,6 +5,7 @@ import { candleProblem, latestAcceptedMicros } from '../../ingest/candleValidati
 import { CodeResolver } from '../../ingest/codes.ts';
 import { knownCurrencyCodes, pooledConnection } from '../../ingest/connection.ts';
 import { loadUnit } from '../../ingest/loader.ts';
+import { ingestMetrics } from '../../ingest/metrics.ts';
 import { RangeTracker } from '../../ingest/rangeTracker.ts';
 import { candleFromObject } from '../../ingest/readers/lineParsers.ts';
 import { TimeParser } from '../../ingest/timeParsing.ts';
@@ -81,6 +82,7 @@ export function registerPriceBulkRoutes(registry: RouteRegistry, deps: PriceBulk
               to: new Date(Math.ceil(s.toUs / 1000)),
             })),
           });
+          ingestMetrics.rejected.inc({ source: 'bulk' }, rejected.length);
           ctx.body = {
             received: body.length,
             accepted: candles.length,
