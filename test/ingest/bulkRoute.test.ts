@@ -63,16 +63,24 @@ describe('POST /data/prices/bulk', () => {
     ];
     const { status, body } = await post(JSON.stringify(items));
     expect(status).toBe(200);
+    const rejection = (index: number, message: unknown, status = 400) => ({
+      index,
+      status,
+      code: status === 422 ? 'unknown_currency' : 'validation_error',
+      message,
+      details: [{ path: 'body', message }],
+    });
     expect(body).toEqual({
       received: 7,
       accepted: 3,
       inserted: 3,
       duplicates: 0,
-      rejected: [
-        { index: 2, reason: "unknown currency 'NOPE'" },
-        { index: 3, reason: expect.stringContaining("time 'not a time'") },
-        { index: 4, reason: 'high is below low' },
-        { index: 5, reason: 'expected a JSON object' },
+      rejected: 4,
+      rejections: [
+        rejection(2, "unknown currency 'NOPE'", 422),
+        rejection(3, expect.stringContaining("time 'not a time'")),
+        rejection(4, 'high is below low'),
+        rejection(5, 'expected a JSON object'),
       ],
     });
     expect((await stored('BTC')).map((r) => [r.time.toISOString(), r.close, r.source])).toEqual([
@@ -88,7 +96,14 @@ describe('POST /data/prices/bulk', () => {
       { code: 'BTC', time: '2024-02-01T00:05:00Z', price: 42080 },
     ];
     const { body } = await post(JSON.stringify(items));
-    expect(body).toEqual({ received: 2, accepted: 2, inserted: 1, duplicates: 1, rejected: [] });
+    expect(body).toEqual({
+      received: 2,
+      accepted: 1,
+      inserted: 1,
+      duplicates: 1,
+      rejected: 0,
+      rejections: [],
+    });
     expect((await stored('BTC'))[0]?.open).toBe(42000);
   });
 
@@ -100,7 +115,14 @@ describe('POST /data/prices/bulk', () => {
     ].join('\n');
     const { status, body } = await post(ndjson, 'application/x-ndjson');
     expect(status).toBe(200);
-    expect(body).toEqual({ received: 2, accepted: 2, inserted: 2, duplicates: 0, rejected: [] });
+    expect(body).toEqual({
+      received: 2,
+      accepted: 2,
+      inserted: 2,
+      duplicates: 0,
+      rejected: 0,
+      rejections: [],
+    });
     expect(await stored('ETH')).toHaveLength(2);
     const broken = await post(`${ndjson}\n{"code":"ETH",`, 'application/x-ndjson');
     expect(broken.status).toBe(400);
@@ -133,7 +155,8 @@ describe('POST /data/prices/bulk', () => {
       accepted: 0,
       inserted: 0,
       duplicates: 0,
-      rejected: [],
+      rejected: 0,
+      rejections: [],
     });
     const object = await post('{"code":"BTC"}');
     expect(object.status).toBe(400);

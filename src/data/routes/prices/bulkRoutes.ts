@@ -16,6 +16,7 @@ import {
   type BulkLimits,
 } from '../../signals/bulkBody.ts';
 import type { Candle } from '../../ingest/types.ts';
+import type { Rejection } from '../../signals/bulkOutcome.ts';
 import { bulkBodySchema, bulkResultSchema } from './schema.ts';
 
 export interface PriceBulkRouteDeps {
@@ -34,7 +35,8 @@ export function registerPriceBulkRoutes(registry: RouteRegistry, deps: PriceBulk
       summary: 'Store many candles or ticks at once (JSON array or NDJSON)',
       description:
         'Items are checked one by one: a malformed item or an unknown currency is reported in ' +
-        '`rejected` with its index and reason, the others are stored. A currency and time already ' +
+        '`rejections` with its index and reason (400, or 422 for an unknown currency), the others ' +
+        'are stored. The answer has the shape of every bulk route; `inserted` repeats `accepted`. A currency and time already ' +
         'stored keeps its row (counted in `duplicates`), so sending the same items twice adds ' +
         `nothing. Written ranges are marked for the rollups. ${describeBulkLimits(deps.limits)}`,
       tags: ['prices'],
@@ -56,13 +58,13 @@ export function registerPriceBulkRoutes(registry: RouteRegistry, deps: PriceBulk
           const time = new TimeParser();
           const latest = latestAcceptedMicros();
           const candles: Candle[] = [];
-          const rejected: Array<{ index: number; reason: string }> = [];
+          const rejections: Rejection[] = [];
           const tracker = new RangeTracker();
           body.forEach((item, index) => {
             const candle = candleFromObject(item, index, codes, time);
             const problem = typeof candle === 'string' ? candle : candleProblem(candle, latest);
             if (problem !== null || typeof candle === 'string') {
-              rejected.push({ index, reason: problem ?? 'invalid item' });
+              rejections.push(rejectionFor(index, problem ?? 'invalid item'));
               return;
             }
             candles.push(candle);
@@ -82,13 +84,14 @@ export function registerPriceBulkRoutes(registry: RouteRegistry, deps: PriceBulk
               to: new Date(Math.ceil(s.toUs / 1000)),
             })),
           });
-          ingestMetrics.rejected.inc({ source: 'bulk' }, rejected.length);
+          ingestMetrics.rejected.inc({ source: 'bulk' }, rejections.length);
           ctx.body = {
             received: body.length,
-            accepted: candles.length,
+            accepted: result.inserted,
             inserted: result.inserted,
             duplicates: result.duplicates,
-            rejected,
+            rejected: rejections.length,
+            rejections,
           };
         } catch (error) {
           broken = error as Error;
@@ -99,4 +102,16 @@ export function registerPriceBulkRoutes(registry: RouteRegistry, deps: PriceBulk
       },
     }),
   );
+}
+
+/** The same rejection shape as the other bulk routes: what a single write would have answered. */
+function rejectionFor(index: number, reason: string): Rejection {
+  const unknown = reason.startsWith('unknown currency');
+  return {
+    index,
+    status: unknown ? 422 : 400,
+    code: unknown ? 'unknown_currency' : 'validation_error',
+    message: reason,
+    details: [{ path: 'body', message: reason }],
+  };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { rejectionSchema } from '../../signals/bulkOutcome.ts';
 
 const number = z.union([z.number(), z.string()]);
 const time = z
@@ -42,9 +43,13 @@ export const bulkBodySchema = z.array(z.unknown()).meta({
 export const bulkResultSchema = z
   .object({
     received: z.number().int().meta({ description: 'Items in the request' }),
-    accepted: z.number().int().meta({ description: 'Valid items (inserted + duplicates)' }),
-    inserted: z.number().int(),
-    duplicates: z.number().int().meta({ description: 'Already stored: existing rows win' }),
-    rejected: z.array(z.object({ index: z.number().int(), reason: z.string() })),
+    accepted: z.number().int().meta({ description: 'Rows stored by this request' }),
+    inserted: z.number().int().meta({ description: 'Same as accepted' }),
+    duplicates: z
+      .number()
+      .int()
+      .meta({ description: 'Already stored, or repeated in the request: existing rows win' }),
+    rejected: z.number().int(),
+    rejections: z.array(rejectionSchema),
   })
-  .meta({ id: 'BulkPriceResult' });
+  .meta({ id: 'BulkPriceOutcome' });
