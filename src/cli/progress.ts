@@ -35,7 +35,7 @@ export function createProgress(total: number, options: { quiet?: boolean } = {})
   if (process.stderr.isTTY) {
     const bar = new cliProgress.SingleBar(
       {
-        format: ' {bar} {percentage}% | {rows} rows | {rate} rows/s | ETA {eta}',
+        format: ' {bar} {percentage}% | {rows} rows | {rate} rows/s | ETA {left}',
         hideCursor: true,
         stream: process.stderr,
         etaBuffer: 50,
@@ -43,12 +43,12 @@ export function createProgress(total: number, options: { quiet?: boolean } = {})
       },
       cliProgress.Presets.shades_classic,
     );
-    bar.start(Math.max(1, total), 0, { rows: '0', rate: '0', eta: '?' });
+    bar.start(Math.max(1, total), 0, { rows: '0', rate: '0', left: '?' });
     return {
       advance(w, r) {
         work += w;
         rows += r;
-        bar.update(Math.max(0, work), { rows: n(rows), rate: n(rate()), eta: eta(remaining()) });
+        bar.update(Math.max(0, work), { rows: n(rows), rate: n(rate()), left: eta(remaining()) });
       },
       stop() {
         bar.stop();
