@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,6 +11,8 @@ import { FakeBinance } from './fakeBinance.ts';
 import { binanceLines, tempDir, writeZip } from './fixtures.ts';
 
 const run = promisify(execFile);
+// Each case starts the real command (a Node process) once or more; on a busy machine that is slow.
+jest.setTimeout(120_000);
 let runtime: TestRuntime;
 let files: Awaited<ReturnType<typeof tempDir>>;
 let fake: FakeBinance;
