@@ -1,5 +1,8 @@
 import type { TaskList } from 'graphile-worker';
 import type { Runtime } from '../src/shared/runtime.ts';
+import { ingestTasks } from './ingest.ts';
+import type { RecurringTask } from '../src/worker/recurring.ts';
+import { createHarvestTask, HARVEST_TASK } from './harvestPrices.ts';
 import { refreshRollupsTask } from './refreshRollups.ts';
 
 /**
@@ -9,12 +12,28 @@ import { refreshRollupsTask } from './refreshRollups.ts';
 export function createTaskList(runtime: Runtime): TaskList {
   return {
     refresh_rollups: refreshRollupsTask(runtime),
+    [HARVEST_TASK]: createHarvestTask(runtime),
+    ...ingestTasks(runtime),
   };
 }
 
 /**
+ * Sub-minute recurring tasks: a leader-elected ticker enqueues one job per slot (see
+ * src/worker/recurring.ts). Each slot runs once across all workers.
+ */
+export function recurringTasks(runtime: Runtime): RecurringTask[] {
+  return [
+    {
+      task: HARVEST_TASK,
+      intervalMs: runtime.config.HARVEST_INTERVAL_SECONDS * 1000,
+      maxAttempts: 2,
+    },
+  ];
+}
+
+/**
  * Recurring jobs in graphile-worker's crontab syntax (UTC, minute-grained; distributed-safe: each
- * slot runs once across all workers). Sub-minute cadences need their own scheduling.
+ * slot runs once across all workers). Sub-minute cadences go in recurringTasks above.
  */
 export const crontab: string[] = [
   // One queue and one pending job at a time; a run that overlaps anyway skips (advisory lock).

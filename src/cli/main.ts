@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../shared/config.ts';
 import { AppError } from '../shared/errors.ts';
+import { registerBackfillCommand } from './commands/backfill.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
 import { registerExportCommand } from './commands/export.ts';
 import { registerMigrateCommand } from './commands/migrate.ts';
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerStartCommand(program);
   registerMigrateCommand(program);
   registerTokenCommands(program);
+  registerBackfillCommand(program);
   registerDoctorCommand(program);
   registerExportCommand(program);
   return program;

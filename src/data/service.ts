@@ -8,6 +8,10 @@ import { createScopeGuard } from './auth.ts';
 import { readRollupStatus } from './history/rollupState.ts';
 import { registerCandleRoutes } from './routes/candles/candleRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
+import { registerPriceBulkRoutes } from './routes/prices/bulkRoutes.ts';
+import { registerNewsSentimentRoutes } from './routes/newsSentiment/newsSentimentRoutes.ts';
+import { registerPredictionRoutes } from './routes/predictions/predictionRoutes.ts';
+import { registerTrainingSessionRoutes } from './routes/trainingSessions/trainingSessionRoutes.ts';
 
 export const DATA_SERVICE_NAME = 'data';
 
@@ -15,8 +19,27 @@ export const DATA_SERVICE_NAME = 'data';
 export function dataRoutes(runtime: Runtime): RouteRegistry {
   const registry = new RouteRegistry();
   const requireScope = createScopeGuard(runtime.pool, runtime.config.DATA_TRUSTED_NETWORKS);
-  const deps = { pool: runtime.pool, requireScope, maxPoints: runtime.config.HISTORY_MAX_POINTS };
+  const deps = {
+    pool: runtime.pool,
+    requireScope,
+    maxPoints: runtime.config.HISTORY_MAX_POINTS,
+    bulk: {
+      maxItems: runtime.config.SIGNAL_BULK_MAX_ITEMS,
+      maxBytes: runtime.config.SIGNAL_BULK_MAX_BYTES,
+    },
+  };
   registerCurrencyRoutes(registry, deps);
+  registerPriceBulkRoutes(registry, {
+    pgPool: runtime.pgPool,
+    requireScope,
+    limits: {
+      maxItems: runtime.config.PRICE_BULK_MAX_ITEMS,
+      maxBytes: runtime.config.PRICE_BULK_MAX_BYTES,
+    },
+  });
+  registerNewsSentimentRoutes(registry, deps);
+  registerPredictionRoutes(registry, deps);
+  registerTrainingSessionRoutes(registry, deps);
   registerCandleRoutes(registry, { ...deps, logger: runtime.logger });
   return registry;
 }
