@@ -2,10 +2,12 @@ import type { Check, DoctorContext } from '../../cli/commands/doctor.ts';
 import { LEVELS } from './levels.ts';
 import { readRollupStatus, type RollupStatus } from './rollupState.ts';
 
-// How far behind each level may fall before `platform doctor` complains: the refresh runs every
-// minute (rollup tables) or on the policies' schedules (continuous aggregates); a level is
-// materialised up to the last complete bucket, so its lag is at least one bucket width.
+// How far behind each level may fall before `platform doctor` complains. A level is materialised
+// up to its last complete bucket (up to one width behind), after a settle time or policy end
+// offset (up to one more width for continuous aggregates), on a schedule; three widths plus a
+// quarter of an hour covers all of that with room for a slow run.
 const SLACK_SECONDS = 15 * 60;
+const allowedLag = (widthSeconds: number) => 3 * widthSeconds + SLACK_SECONDS;
 
 export async function rollupChecks({ pool }: DoctorContext): Promise<Check[]> {
   let status: RollupStatus;
@@ -37,7 +39,7 @@ export async function rollupChecks({ pool }: DoctorContext): Promise<Check[]> {
   ];
   for (const level of status.levels) {
     const width = LEVELS.find((l) => l.name === level.level)!.seconds;
-    const allowed = width + SLACK_SECONDS;
+    const allowed = allowedLag(width);
     const ok = level.lagSeconds === null ? !status.hasData : level.lagSeconds <= allowed;
     checks.push({
       name: `rollup ${level.level}`,
