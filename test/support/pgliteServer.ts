@@ -78,8 +78,6 @@ class Backend {
   }
 
   async acquire(connection: Connection) {
-    if (process.env.PGLITE_DEBUG && this.owner && this.owner !== connection)
-      console.error('[pglite] wait');
     while (this.owner !== null && this.owner !== connection) {
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
@@ -170,15 +168,13 @@ class Connection {
     const started = Date.now();
     try {
       reply = await this.backend.exec(batch);
+      // PGLITE_DEBUG=1 logs every batch with its duration, to find what is slow in WebAssembly.
       if (process.env.PGLITE_DEBUG) {
-        console.error(
-          `[pglite] ${Date.now() - started} ms`,
-          batch
-            .subarray(0, 300)
-            .toString('latin1')
-            .replace(/[^ -~]+/g, ' '),
-          lastReadyStatus(reply),
-        );
+        const text = batch
+          .subarray(0, 200)
+          .toString('latin1')
+          .replace(/[^ -~]+/g, ' ');
+        console.error(`[pglite] ${Date.now() - started} ms ${text}`);
       }
     } catch (error) {
       this.backend.release(this);
