@@ -92,7 +92,10 @@ BEGIN
       count         bigint           NOT NULL,
       first_time    timestamptz      NOT NULL,
       last_time     timestamptz      NOT NULL,
+      -- Covering: one currency's range is read from the index alone (index-only scan), not from
+      -- heap pages where every currency's buckets of the same time sit side by side.
       PRIMARY KEY (currency_code, bucket)
+        INCLUDE (open, high, low, close, volume, count, first_time, last_time)
     );
     CREATE TABLE candles_1h (LIKE candles_1m INCLUDING ALL);
     CREATE TABLE candles_1d (LIKE candles_1m INCLUDING ALL);

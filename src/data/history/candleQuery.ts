@@ -1,6 +1,11 @@
-import { sql, type DatabasePool, type SqlToken as SqlFragment } from 'slonik';
+import {
+  sql,
+  type DatabasePool,
+  type DatabaseTransactionConnection,
+  type SqlToken as SqlFragment,
+} from 'slonik';
 import { z } from 'zod';
-import { ValidationError } from '../../shared/errors.ts';
+import { NotFoundError, ValidationError } from '../../shared/errors.ts';
 import { LEVELS, type RollupMode } from './levels.ts';
 import {
   mergeIntervals,
@@ -41,6 +46,17 @@ export const candleRow = z.object({
 });
 export type CandleRow = z.infer<typeof candleRow>;
 
+// Over the wire the bucket start travels as epoch milliseconds: parsing a number is several
+// times cheaper than parsing a timestamp string, which shows on answers of thousands of rows.
+const candleWireRow = candleRow.extend({ timestamp: z.number() });
+const openWireRow = z.object({ timestamp: z.number(), open: z.number() });
+const EPOCH_MS = sql.fragment`(extract(epoch FROM bucket) * 1000)::float8`;
+
+const fromWire = <T extends { timestamp: number }>(row: T) => ({
+  ...row,
+  timestamp: new Date(row.timestamp),
+});
+
 // Time-zone-aligned buckets default to TimescaleDB's origin: local midnight of Monday 2000-01-03,
 // so days start at local midnight and weeks on Mondays.
 const LOCAL_DEFAULT_ORIGIN_SECONDS = Date.UTC(2000, 0, 3) / 1000;
@@ -70,13 +86,20 @@ export function bucketGrid(request: CandleRequest): BucketGrid {
   };
 }
 
-/** Which sources answer which part of the window (exported for tests and EXPLAIN tooling). */
+/**
+ * Which sources answer which part of the window. The same round trip tells whether the currency
+ * is known; with `requireCurrency` an unknown one is a 404.
+ */
 export async function planRequest(
   pool: DatabasePool,
   request: CandleRequest,
+  options: { requireCurrency?: boolean } = {},
 ): Promise<{ mode: RollupMode; segments: Segment[] }> {
   const mode = await rollupMode(pool);
   const freshness = await readFreshness(pool, mode, request.code, request.from, request.to);
+  if (options.requireCurrency && !freshness.currencyKnown) {
+    throw new NotFoundError(`Unknown currency '${request.code}'`, 'unknown_currency');
+  }
   const levels = usableLevels(bucketGrid(request));
   const segments = planSegments(
     { start: request.from.getTime(), end: request.to.getTime() },
@@ -95,13 +118,51 @@ function boundStale(freshness: RollupFreshness): RollupFreshness {
   };
 }
 
+export interface QueryOptions {
+  /** Answer 404 for a code missing from the currency list (checked in the planner's round trip). */
+  requireCurrency?: boolean;
+}
+
 /** OHLCV candles of one currency, ascending, gap-filled as asked. */
 export async function queryCandles(
   pool: DatabasePool,
   request: CandleRequest,
-): Promise<readonly CandleRow[]> {
-  const { segments } = await planRequest(pool, request);
-  return withZoneErrors(request, () => pool.any(candleQuery(request, segments)));
+  options: QueryOptions = {},
+): Promise<CandleRow[]> {
+  const { segments } = await planRequest(pool, request, options);
+  const rows = await withZoneErrors(request, () =>
+    sortedGrouping(pool, (tx) => tx.any(candleQuery(request, segments))),
+  );
+  return rows.map(fromWire);
+}
+
+/** Only the open of each non-empty bucket (the contract's history route): less to aggregate and ship. */
+export async function queryOpens(
+  pool: DatabasePool,
+  request: Omit<CandleRequest, 'fill'>,
+  options: QueryOptions = {},
+): Promise<Array<{ timestamp: Date; open: number }>> {
+  const full = { ...request, fill: 'none' as const };
+  const { segments } = await planRequest(pool, full, options);
+  const rows = await withZoneErrors(full, () =>
+    sortedGrouping(pool, (tx) => tx.any(openQuery(full, segments))),
+  );
+  return rows.map(fromWire);
+}
+
+/**
+ * Runs a query with sort-based grouping. The planner cannot estimate how many buckets
+ * time_bucket yields and sizes a hash aggregate for 200; first()/last() states then spill to disk
+ * on answers of thousands of buckets, while sorting a few thousand sub-buckets is cheap.
+ */
+function sortedGrouping<T>(
+  pool: DatabasePool,
+  run: (tx: DatabaseTransactionConnection) => Promise<T>,
+): Promise<T> {
+  return pool.transaction(async (tx) => {
+    await tx.query(sql.unsafe`SET LOCAL enable_hashagg = off`);
+    return run(tx);
+  });
 }
 
 /**
@@ -113,12 +174,14 @@ export async function streamCandles(
   pool: DatabasePool,
   request: CandleRequest,
   consume: (rows: AsyncIterable<CandleRow>) => Promise<void>,
+  options: QueryOptions = {},
 ): Promise<void> {
-  const { segments } = await planRequest(pool, request);
+  const { segments } = await planRequest(pool, request, options);
   let consumed: Promise<void> = Promise.resolve();
   await withZoneErrors(request, () =>
     pool.transaction(async (tx) => {
       await tx.query(sql.unsafe`SET LOCAL statement_timeout = 0`);
+      await tx.query(sql.unsafe`SET LOCAL enable_hashagg = off`);
       await tx.stream(candleQuery(request, segments), (stream) => {
         consumed = consume(rowsOf(stream));
         consumed.catch((error: unknown) => stream.destroy(error as Error));
@@ -129,8 +192,10 @@ export async function streamCandles(
   await consumed;
 }
 
-async function* rowsOf(stream: AsyncIterable<{ data: CandleRow }>): AsyncIterable<CandleRow> {
-  for await (const item of stream) yield item.data;
+async function* rowsOf(
+  stream: AsyncIterable<{ data: z.infer<typeof candleWireRow> }>,
+): AsyncIterable<CandleRow> {
+  for await (const item of stream) yield fromWire(item.data);
 }
 
 /** PostgreSQL's and the runtime's zone lists can differ; a zone only the runtime knows is a 400. */
@@ -200,9 +265,9 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
     FROM (${parts}) AS parts
     GROUP BY 1`;
   if (request.fill === 'none') {
-    return sql.type(candleRow)`
+    return sql.type(candleWireRow)`
       WITH data AS (${data})
-      SELECT bucket AS timestamp, open, high, low, close, volume, count FROM data ORDER BY 1`;
+      SELECT ${EPOCH_MS} AS timestamp, open, high, low, close, volume, count FROM data ORDER BY bucket`;
   }
   const joined = sql.fragment`
     data AS (${data}),
@@ -213,12 +278,12 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
       FROM grid g FULL JOIN data d ON d.bucket = g.bucket
     )`;
   if (request.fill === 'null') {
-    return sql.type(candleRow)`
+    return sql.type(candleWireRow)`
       WITH ${joined}
-      SELECT bucket AS timestamp, open, high, low, close, volume, count FROM joined ORDER BY 1`;
+      SELECT ${EPOCH_MS} AS timestamp, open, high, low, close, volume, count FROM joined ORDER BY bucket`;
   }
   if (request.fill === 'previous') {
-    return sql.type(candleRow)`
+    return sql.type(candleWireRow)`
       WITH ${joined},
       marked AS (SELECT *, count(close) OVER (ORDER BY bucket) AS run FROM joined),
       filled AS (
@@ -226,12 +291,12 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
                            (${lastCloseBefore(request)})) AS carried
         FROM marked
       )
-      SELECT bucket AS timestamp,
+      SELECT ${EPOCH_MS} AS timestamp,
              coalesce(open, carried) AS open, coalesce(high, carried) AS high,
              coalesce(low, carried) AS low, coalesce(close, carried) AS close, volume, count
-      FROM filled ORDER BY 1`;
+      FROM filled ORDER BY bucket`;
   }
-  return sql.type(candleRow)`
+  return sql.type(candleWireRow)`
     WITH ${joined},
     before AS (
       SELECT time, close FROM price_observations
@@ -270,10 +335,25 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
              END AS line
       FROM anchored
     )
-    SELECT bucket AS timestamp,
+    SELECT ${EPOCH_MS} AS timestamp,
            coalesce(open, line) AS open, coalesce(high, line) AS high,
            coalesce(low, line) AS low, coalesce(close, line) AS close, volume, count
-    FROM interpolated ORDER BY 1`;
+    FROM interpolated ORDER BY bucket`;
+}
+
+function openQuery(request: CandleRequest, segments: Segment[]) {
+  const parts = sql.join(
+    segments.map((segment) => segmentSource(request.code, segment)),
+    sql.fragment` UNION ALL `,
+  );
+  return sql.type(openWireRow)`
+    SELECT ${EPOCH_MS} AS timestamp, open
+    FROM (
+      SELECT ${bucketOf(request, sql.fragment`t`)} AS bucket, first(open, first_time) AS open
+      FROM (${parts}) AS parts
+      GROUP BY 1
+    ) AS buckets
+    ORDER BY bucket`;
 }
 
 function lastCloseBefore(request: CandleRequest) {

@@ -1,5 +1,5 @@
 import type { DatabasePool } from 'slonik';
-import { queryCandles } from './candleQuery.ts';
+import { queryOpens, type QueryOptions } from './candleQuery.ts';
 
 export interface TimeValueRow {
   timestamp: Date;
@@ -21,7 +21,8 @@ export interface HistoryWindow {
 export async function firstPricePerBucket(
   pool: DatabasePool,
   window: HistoryWindow,
+  options: QueryOptions = {},
 ): Promise<TimeValueRow[]> {
-  const candles = await queryCandles(pool, { ...window, fill: 'none' });
-  return candles.map((c) => ({ timestamp: c.timestamp, value: c.open! }));
+  const opens = await queryOpens(pool, window, options);
+  return opens.map((c) => ({ timestamp: c.timestamp, value: c.open }));
 }

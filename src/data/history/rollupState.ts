@@ -37,7 +37,7 @@ export async function detectRollupMode(db: CommonQueryMethods): Promise<RollupMo
 }
 
 const freshnessRow = z.object({
-  kind: z.enum(['watermark', 'stale']),
+  kind: z.enum(['watermark', 'stale', 'currency']),
   level: z.string().nullable(),
   start: z.date().nullable(),
   end: z.date().nullable(),
@@ -54,10 +54,12 @@ export async function readFreshness(
   code: string,
   from: Date,
   to: Date,
-): Promise<RollupFreshness> {
+): Promise<RollupFreshness & { currencyKnown: boolean }> {
   const rows = await pool.any(sql.type(freshnessRow)`
     SELECT 'watermark' AS kind, level, watermark AS start, NULL::timestamptz AS "end"
     FROM rollup_watermarks
+    UNION ALL
+    SELECT 'currency', code, NULL, NULL FROM currencies WHERE code = ${code}
     UNION ALL
     SELECT 'stale', NULL, range_start, range_end
     FROM price_invalidations
@@ -68,13 +70,16 @@ export async function readFreshness(
   const watermarks: RollupFreshness['watermarks'] = {};
   if (mode === 'continuous') for (const level of LEVELS) watermarks[level.name] = Infinity;
   const stale: RollupFreshness['stale'] = [];
+  let currencyKnown = false;
   for (const row of rows) {
-    if (row.kind === 'stale') stale.push({ start: row.start!.getTime(), end: row.end!.getTime() });
+    if (row.kind === 'currency') currencyKnown = true;
+    else if (row.kind === 'stale')
+      stale.push({ start: row.start!.getTime(), end: row.end!.getTime() });
     else if (mode === 'tables' && row.start) {
       watermarks[row.level as LevelName] = row.start.getTime();
     }
   }
-  return { watermarks, stale };
+  return { watermarks, stale, currencyKnown };
 }
 
 export interface LevelStatus {

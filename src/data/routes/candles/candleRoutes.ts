@@ -73,8 +73,7 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
             'too_many_points',
           );
         }
-        await prepare(params.code, request);
-        const rows = await queryCandles(deps.pool, request);
+        const rows = await queryCandles(deps.pool, request, { requireCurrency: true });
         if (isEmptyAnswer(rows)) {
           ctx.status = 204;
           return;

@@ -1,9 +1,8 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
+import { ValidationError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
-import { currencyExists } from '../../currencies/catalog.ts';
 import { firstPricePerBucket } from '../../history/historyQuery.ts';
 import {
   currencyListQuery,
@@ -95,17 +94,18 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
             'too_many_points',
           );
         }
-        if (!(await currencyExists(deps.pool, params.code))) {
-          throw new NotFoundError(`Unknown currency '${params.code}'`, 'unknown_currency');
-        }
         const to = new Date();
         const from = new Date(to.getTime() - query.hours * 3_600_000);
-        const rows = await firstPricePerBucket(deps.pool, {
-          code: params.code,
-          from,
-          to,
-          intervalSeconds: query.intervalSeconds,
-        });
+        const rows = await firstPricePerBucket(
+          deps.pool,
+          {
+            code: params.code,
+            from,
+            to,
+            intervalSeconds: query.intervalSeconds,
+          },
+          { requireCurrency: true },
+        );
         if (rows.length === 0) {
           ctx.status = 204;
           return;
