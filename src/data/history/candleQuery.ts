@@ -241,7 +241,7 @@ function segmentSource(code: string, segment: Segment): SqlFragment {
       FROM price_observations
       WHERE currency_code = ${code} AND time >= ${ts(segment.start)} AND time < ${ts(segment.end)}`;
   }
-  const level = LEVELS.find((l) => l.name === segment.source)!;
+  const level = levelOf(segment);
   return sql.fragment`
     SELECT bucket AS t, open, high, low, close, volume, count, first_time, last_time
     FROM ${sql.identifier([level.relation])}
@@ -254,16 +254,7 @@ function segmentSource(code: string, segment: Segment): SqlFragment {
  * sums), then gap-filled over the grid of bucket starts.
  */
 export function candleQuery(request: CandleRequest, segments: Segment[]) {
-  const parts = sql.join(
-    segments.map((segment) => segmentSource(request.code, segment)),
-    sql.fragment` UNION ALL `,
-  );
-  const data = sql.fragment`
-    SELECT ${bucketOf(request, sql.fragment`t`)} AS bucket,
-           first(open, first_time) AS open, max(high) AS high, min(low) AS low,
-           last(close, last_time) AS close, sum(volume) AS volume, sum(count)::bigint AS count
-    FROM (${parts}) AS parts
-    GROUP BY 1`;
+  const data = bucketRows(request, segments, 'ohlcv');
   if (request.fill === 'none') {
     return sql.type(candleWireRow)`
       WITH data AS (${data})
@@ -342,18 +333,55 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
 }
 
 function openQuery(request: CandleRequest, segments: Segment[]) {
-  const parts = sql.join(
-    segments.map((segment) => segmentSource(request.code, segment)),
-    sql.fragment` UNION ALL `,
-  );
   return sql.type(openWireRow)`
     SELECT ${EPOCH_MS} AS timestamp, open
-    FROM (
-      SELECT ${bucketOf(request, sql.fragment`t`)} AS bucket, first(open, first_time) AS open
-      FROM (${parts}) AS parts
-      GROUP BY 1
-    ) AS buckets
+    FROM (${bucketRows(request, segments, 'open')}) AS buckets
     ORDER BY bucket`;
+}
+
+const AGGREGATES = {
+  ohlcv: sql.fragment`first(open, first_time) AS open, max(high) AS high, min(low) AS low,
+    last(close, last_time) AS close, sum(volume) AS volume, sum(count)::bigint AS count`,
+  open: sql.fragment`first(open, first_time) AS open`,
+};
+const COLUMNS = {
+  ohlcv: sql.fragment`open, high, low, close, volume, count`,
+  open: sql.fragment`open`,
+};
+
+/**
+ * One row per non-empty bucket. Rows of a level exactly as wide as the buckets (1h rows for
+ * hourly buckets without a zone) already are answers and pass straight through; everything
+ * else is re-bucketed and merged. The two never share a bucket: a level serves whole buckets.
+ */
+function bucketRows(request: CandleRequest, segments: Segment[], shape: 'ohlcv' | 'open') {
+  const isDirect = (segment: Segment) =>
+    !request.timeZone &&
+    segment.source !== 'raw' &&
+    LEVELS.find((l) => l.name === segment.source)!.seconds === request.intervalSeconds;
+  const direct = segments.filter(isDirect).map(
+    (segment) => sql.fragment`
+      SELECT bucket, ${COLUMNS[shape]} FROM ${sql.identifier([levelOf(segment).relation])}
+      WHERE currency_code = ${request.code}
+        AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}`,
+  );
+  const rest = segments.filter((segment) => !isDirect(segment));
+  const merged = rest.length
+    ? [
+        sql.fragment`
+          SELECT ${bucketOf(request, sql.fragment`t`)} AS bucket, ${AGGREGATES[shape]}
+          FROM (${sql.join(
+            rest.map((segment) => segmentSource(request.code, segment)),
+            sql.fragment` UNION ALL `,
+          )}) AS parts
+          GROUP BY 1`,
+      ]
+    : [];
+  return sql.join([...direct, ...merged], sql.fragment` UNION ALL `);
+}
+
+function levelOf(segment: Segment) {
+  return LEVELS.find((l) => l.name === segment.source)!;
 }
 
 function lastCloseBefore(request: CandleRequest) {
