@@ -130,8 +130,9 @@ export async function queryCandles(
   options: QueryOptions = {},
 ): Promise<CandleRow[]> {
   const { segments } = await planRequest(pool, request, options);
+  const query = candleQuery(request, segments);
   const rows = await withZoneErrors(request, () =>
-    sortedGrouping(pool, (tx) => tx.any(candleQuery(request, segments))),
+    mergesMany(request, segments) ? sortedGrouping(pool, (tx) => tx.any(query)) : pool.any(query),
   );
   return rows.map(fromWire);
 }
@@ -144,10 +145,18 @@ export async function queryOpens(
 ): Promise<Array<{ timestamp: Date; open: number }>> {
   const full = { ...request, fill: 'none' as const };
   const { segments } = await planRequest(pool, full, options);
+  const query = openQuery(full, segments);
   const rows = await withZoneErrors(full, () =>
-    sortedGrouping(pool, (tx) => tx.any(openQuery(full, segments))),
+    mergesMany(full, segments) ? sortedGrouping(pool, (tx) => tx.any(query)) : pool.any(query),
   );
   return rows.map(fromWire);
+}
+
+/** Whether the re-bucketed part of the answer may hold enough buckets for a hash aggregate to spill. */
+function mergesMany(request: CandleRequest, segments: Segment[]): boolean {
+  const merged = segments.filter((segment) => !passesThrough(request, segment));
+  const span = merged.reduce((sum, segment) => sum + (segment.end - segment.start), 0);
+  return span / 1000 / request.intervalSeconds > 500;
 }
 
 /**
@@ -355,10 +364,7 @@ const COLUMNS = {
  * else is re-bucketed and merged. The two never share a bucket: a level serves whole buckets.
  */
 function bucketRows(request: CandleRequest, segments: Segment[], shape: 'ohlcv' | 'open') {
-  const isDirect = (segment: Segment) =>
-    !request.timeZone &&
-    segment.source !== 'raw' &&
-    LEVELS.find((l) => l.name === segment.source)!.seconds === request.intervalSeconds;
+  const isDirect = (segment: Segment) => passesThrough(request, segment);
   const direct = segments.filter(isDirect).map(
     (segment) => sql.fragment`
       SELECT bucket, ${COLUMNS[shape]} FROM ${sql.identifier([levelOf(segment).relation])}
@@ -378,6 +384,14 @@ function bucketRows(request: CandleRequest, segments: Segment[], shape: 'ohlcv' 
       ]
     : [];
   return sql.join([...direct, ...merged], sql.fragment` UNION ALL `);
+}
+
+function passesThrough(request: CandleRequest, segment: Segment): boolean {
+  return (
+    !request.timeZone &&
+    segment.source !== 'raw' &&
+    levelOf(segment).seconds === request.intervalSeconds
+  );
 }
 
 function levelOf(segment: Segment) {
