@@ -32,10 +32,11 @@ export interface DataClientOptions {
   logger: Logger;
 }
 
-const dataCalls = counter('api_data_module_requests_total', 'Calls of the API to the data module.', [
-  'route',
-  'outcome',
-]);
+const dataCalls = counter(
+  'api_data_module_requests_total',
+  'Calls of the API to the data module.',
+  ['route', 'outcome'],
+);
 
 const UNAVAILABLE = 'The market-data module is unavailable; try again shortly.';
 
@@ -134,7 +135,10 @@ export class DataClient {
     const parsed = schema.safeParse(body);
     if (!parsed.success) {
       dataCalls.inc({ route, outcome: 'unexpected_body' });
-      this.options.logger.error({ route, issues: parsed.error.issues }, 'unexpected data-module answer');
+      this.options.logger.error(
+        { route, issues: parsed.error.issues },
+        'unexpected data-module answer',
+      );
       throw new DependencyUnavailableError(UNAVAILABLE, parsed.error);
     }
     return parsed.data;

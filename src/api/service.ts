@@ -15,7 +15,11 @@ import { registerPortfolioRoutes } from './routes/portfolio/portfolioRoutes.ts';
 import { apiSecuritySchemes } from './routes/security.ts';
 import { crossSiteGuard } from './session/csrf.ts';
 import { authorizeErrorShape } from './session/requireUser.ts';
-import { createSessionMiddleware, sessionKeys, sessionTimeouts } from './session/sessionMiddleware.ts';
+import {
+  createSessionMiddleware,
+  sessionKeys,
+  sessionTimeouts,
+} from './session/sessionMiddleware.ts';
 
 export const API_SERVICE_NAME = 'api';
 
@@ -57,7 +61,11 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     maxPixels: config.UPLOAD_MAX_PIXELS,
   });
   registerPortfolioRoutes(registry, { pool: runtime.pool, data });
-  registerHistoryRoutes(registry, { pool: runtime.pool, data, maxPoints: config.HISTORY_MAX_POINTS });
+  registerHistoryRoutes(registry, {
+    pool: runtime.pool,
+    data,
+    maxPoints: config.HISTORY_MAX_POINTS,
+  });
   if (profile !== 'docs') registerCurrencyRoutes(registry, data);
 
   const readiness = options.readiness ?? new Readiness();

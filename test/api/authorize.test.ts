@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { sql } from 'slonik';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
-import { ApiClient, cookieAttributes, newAccount } from '../support/apiClient.ts';
+import { cookieAttributes, newAccount, type ApiClient } from '../support/apiClient.ts';
 
 let harness: ApiHarness;
 
@@ -14,7 +14,8 @@ afterAll(async () => {
   await harness.close();
 });
 
-const signup = (client: ApiClient, account: object) => client.post('/api/authorize/signup', account);
+const signup = (client: ApiClient, account: object) =>
+  client.post('/api/authorize/signup', account);
 const login = (client: ApiClient, email: string, password: string) =>
   client.post('/api/authorize/login', { email, password });
 
@@ -49,7 +50,9 @@ describe('signup', () => {
     expect(sameEmail.status).toBe(409);
     expect(sameEmail.body.authorized).toBe(false);
     expect(sameEmail.body.error.code).toBe('account_exists');
-    expect(sameEmail.body.error.details).toEqual([{ path: 'body.email', message: 'already taken' }]);
+    expect(sameEmail.body.error.details).toEqual([
+      { path: 'body.email', message: 'already taken' },
+    ]);
     const sameName = await signup(harness.client(), {
       ...newAccount(),
       username: account.username.toUpperCase(),
@@ -172,7 +175,9 @@ describe('session cookie', () => {
       sql.unsafe`SELECT encode(id_hash, 'hex') FROM app.sessions`,
     );
     expect(rows).toContain(hash.toString('hex'));
-    const dump = JSON.stringify(await harness.runtime.pool.any(sql.unsafe`SELECT * FROM app.sessions`));
+    const dump = JSON.stringify(
+      await harness.runtime.pool.any(sql.unsafe`SELECT * FROM app.sessions`),
+    );
     expect(dump).not.toContain(sid);
   });
 

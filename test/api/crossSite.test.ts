@@ -68,7 +68,11 @@ describe('cross-site requests riding on the cookie are refused', () => {
     expect(signup.setCookies).toEqual([]);
     const login = await harness
       .client()
-      .post('/api/authorize/login', { email: account.email, password: account.password }, { headers: EVIL });
+      .post(
+        '/api/authorize/login',
+        { email: account.email, password: account.password },
+        { headers: EVIL },
+      );
     expect(login.status).toBe(403);
   });
 
@@ -100,7 +104,7 @@ describe('requests from our own pages pass', () => {
   test('same-origin (Sec-Fetch-Site), own Origin, an allowed Origin, and non-browser clients', async () => {
     const { client } = await harness.signedInClient();
     const body = { currencyCode: 'BTC', shares: 1, walletDollars: 0 };
-    const variants = [
+    const variants: Array<Record<string, string>> = [
       { 'sec-fetch-site': 'same-origin', origin: harness.url },
       { origin: harness.url },
       { origin: WEB_CLIENT, 'sec-fetch-site': 'same-site' },
@@ -144,7 +148,10 @@ describe('the upload needs the CSRF token from browsers', () => {
 
   test('a forged cross-site form post is refused whatever it carries', async () => {
     const { client } = await harness.signedInClient();
-    const response = await upload(client, { ...EVIL, 'x-csrf-token': client.jar.get('csrf-token')! });
+    const response = await upload(client, {
+      ...EVIL,
+      'x-csrf-token': client.jar.get('csrf-token')!,
+    });
     expect(response.status).toBe(403);
   });
 

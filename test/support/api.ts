@@ -18,7 +18,11 @@ export interface ApiHarness {
   service: ReturnType<typeof createApiService>;
   client(): ApiClient;
   /** A client signed in as a new user; its id is the user's. */
-  signedInClient(): Promise<{ client: ApiClient; userId: number; account: ReturnType<typeof newAccount> }>;
+  signedInClient(): Promise<{
+    client: ApiClient;
+    userId: number;
+    account: ReturnType<typeof newAccount>;
+  }>;
   stopData(): Promise<void>;
   startData(): Promise<void>;
   close(): Promise<void>;
@@ -32,14 +36,22 @@ export async function startApiHarness(
   env: Partial<Record<keyof Config, string>> = {},
   options: Pick<ApiServiceOptions, 'profile'> & { withData?: boolean } = {},
 ): Promise<ApiHarness> {
-  const runtime = await createTestRuntime({ SESSION_KEYS: TEST_SESSION_KEY, DATA_CACHE_MS: '0', ...env });
+  const runtime = await createTestRuntime({
+    SESSION_KEYS: TEST_SESSION_KEY,
+    DATA_CACHE_MS: '0',
+    ...env,
+  });
   await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
   const { token } = await createToken(runtime.pool, 'api', ['read']);
   let data: RunningServer | undefined =
     options.withData === false ? undefined : await serve(createDataService(runtime).app);
   const dataPort = data?.port ?? 9; // discard port: nothing listens there
   const dataUrl = `http://127.0.0.1:${dataPort}`;
-  const service = createApiService(runtime, { dataUrl, dataToken: token, profile: options.profile });
+  const service = createApiService(runtime, {
+    dataUrl,
+    dataToken: token,
+    profile: options.profile,
+  });
   const api = await serve(service.app);
   const harness: ApiHarness = {
     runtime,
@@ -51,7 +63,8 @@ export async function startApiHarness(
       const client = new ApiClient(api.url);
       const account = newAccount();
       const response = await client.post('/api/authorize/signup', account);
-      if (response.status !== 200) throw new Error(`signup failed: ${response.status} ${response.text}`);
+      if (response.status !== 200)
+        throw new Error(`signup failed: ${response.status} ${response.text}`);
       const userId = await runtime.pool.oneFirst(
         sql.unsafe`SELECT id FROM app.users WHERE email = ${account.email}`,
       );

@@ -12,7 +12,7 @@ export interface ApiResponse {
 
 export interface RequestOptions {
   json?: unknown;
-  body?: BodyInit;
+  body?: RequestInit['body'];
   headers?: Record<string, string>;
   /** Send this Cookie header instead of the jar's. */
   cookie?: string;
@@ -48,7 +48,14 @@ export class ApiClient {
     if (text && (response.headers.get('content-type') ?? '').includes('json')) {
       parsed = JSON.parse(text);
     }
-    return { status: response.status, headers: response.headers, body: parsed, text, bytes, setCookies };
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: parsed,
+      text,
+      bytes,
+      setCookies,
+    };
   }
 
   get(path: string, options?: RequestOptions) {

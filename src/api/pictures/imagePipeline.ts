@@ -46,13 +46,17 @@ export async function normalisePicture(
   if (!detected || !isPictureType(detected.mime)) {
     throw notAnImage(detected ? `its content is ${detected.mime}` : 'its content is not an image');
   }
-  const options = { limitInputPixels: limits.maxPixels, failOn: 'warning', animated: false } as const;
+  const options = {
+    limitInputPixels: limits.maxPixels,
+    failOn: 'warning',
+    animated: false,
+  } as const;
   // The header gives the dimensions without decoding: a pixel bomb is refused before any work.
   let header: Metadata;
   try {
     header = await sharp(upload, options).metadata();
   } catch (error) {
-    throw notAnImage(describe(error));
+    throw refusal(error, limits.maxPixels);
   }
   const pageHeight = header.pageHeight ?? header.height;
   if (header.width * pageHeight > limits.maxPixels) throw tooManyPixels(limits.maxPixels);
@@ -71,9 +75,14 @@ export async function normalisePicture(
       etag: `"${createHash('sha256').update(data).digest('base64url')}"`,
     };
   } catch (error) {
-    if (/pixel limit/i.test(describe(error))) throw tooManyPixels(limits.maxPixels);
-    throw notAnImage(describe(error));
+    throw refusal(error, limits.maxPixels);
   }
+}
+
+/** sharp's refusal as ours: over the pixel limit is 413, anything undecodable 415. */
+function refusal(error: unknown, maxPixels: number) {
+  const why = describe(error);
+  return /pixel limit/i.test(why) ? tooManyPixels(maxPixels) : notAnImage(why);
 }
 
 function describe(error: unknown): string {

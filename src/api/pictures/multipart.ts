@@ -77,7 +77,8 @@ function readFilePart(
         if (keep) overLimit = true;
       });
       stream.on('end', () => {
-        if (keep && !overLimit) found = { buffer: Buffer.concat(chunks), filename: info.filename ?? '' };
+        if (keep && !overLimit)
+          found = { buffer: Buffer.concat(chunks), filename: info.filename ?? '' };
         fileStreamsOpen--;
         settle();
       });

@@ -4,7 +4,9 @@ import { PICTURE_TYPES, type StoredPicture } from './imagePipeline.ts';
 
 const pictureRow = z.object({
   image: z.instanceof(Buffer),
-  contentType: z.enum(PICTURE_TYPES as [StoredPicture['contentType'], ...StoredPicture['contentType'][]]),
+  contentType: z.enum(
+    PICTURE_TYPES as [StoredPicture['contentType'], ...StoredPicture['contentType'][]],
+  ),
   etag: z.string(),
   updatedAt: z.date(),
 });

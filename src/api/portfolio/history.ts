@@ -5,7 +5,8 @@ import type { HoldingChange } from './holdings.ts';
 // are aligned to the Unix epoch like the data module's; each point values the holdings as they
 // stood at the end of its bucket (so a trade shows in the bucket it happened in) at the bucket's
 // price: the data module's first price of the bucket, or, for a bucket without one, the latest
-// price known before the bucket ended (an earlier bucket's, or the price recorded with a trade).
+// price known before it: the latest earlier bucket's price, or the price recorded with a trade
+// when the trade came in a later bucket than that (within one bucket, market history wins).
 
 export interface PortfolioHistoryPoint {
   timestamp: string;
@@ -62,9 +63,13 @@ function priceEvents(input: HistoryInput): Map<string, PriceEvent[]> {
   for (const c of input.changes) {
     add(c.currencyCode, { time: c.changedAt.getTime(), value: c.price, bucketPrice: false });
   }
-  // At equal times the bucket's price comes first, so the trade's price is the later knowledge.
+  // By bucket; within a bucket trades first, so the bucket's own price is what carries forward.
+  const bucket = (event: PriceEvent) => Math.floor(event.time / input.intervalMs);
   for (const list of events.values()) {
-    list.sort((a, b) => a.time - b.time || Number(b.bucketPrice) - Number(a.bucketPrice));
+    list.sort(
+      (a, b) =>
+        bucket(a) - bucket(b) || Number(a.bucketPrice) - Number(b.bucketPrice) || a.time - b.time,
+    );
   }
   return events;
 }
@@ -94,7 +99,10 @@ export function portfolioHistory(input: HistoryInput): PortfolioHistoryPoint[] {
     for (; nextChange < input.changes.length; nextChange++) {
       const change = input.changes[nextChange]!;
       if (change.changedAt.getTime() >= end) break;
-      positions.set(change.currencyCode, { shares: change.sharesAfter, dollars: change.dollarsAfter });
+      positions.set(change.currencyCode, {
+        shares: change.sharesAfter,
+        dollars: change.dollarsAfter,
+      });
       if (change.changedAt.getTime() >= start) tradeOccurred = true;
     }
     let shareBalance = 0;

@@ -89,7 +89,12 @@ function settle(before: number, delta: number, what: string): number {
     throw new UnprocessableError(
       `Cannot remove ${-delta} ${what}: the holding has only ${before}`,
       `insufficient_${what.replace(/ /g, '_')}`,
-      [{ path: what === 'shares' ? 'body.shares' : 'body.walletDollars', message: 'more than held' }],
+      [
+        {
+          path: what === 'shares' ? 'body.shares' : 'body.walletDollars',
+          message: 'more than held',
+        },
+      ],
     );
   }
   return after;

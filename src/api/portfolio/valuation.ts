@@ -58,7 +58,10 @@ export function valuePortfolio(
     .sort((a, b) => b.totalValueInDollars - a.totalValueInDollars);
   const dollarBalance = sum(assets.map((a) => a.assetWalletDollars));
   const shareBalance = sum(assets.map((a) => a.sharesValueInDollars));
-  const lastChange = Math.max(portfolio.createdAt.getTime(), ...holdings.map((h) => h.updatedAt.getTime()));
+  const lastChange = Math.max(
+    portfolio.createdAt.getTime(),
+    ...holdings.map((h) => h.updatedAt.getTime()),
+  );
   return {
     id: portfolio.id,
     dollarBalance,

@@ -22,28 +22,30 @@ function changesState(ctx: Context): boolean {
   return !SAFE_METHODS.has(ctx.method) || STATE_CHANGING_GETS.has(ctx.path);
 }
 
+/** Why a state-changing request is refused, or undefined when it may proceed. */
+function crossSiteRefusal(ctx: Context, allowed: ReadonlySet<string>): string | undefined {
+  const site = ctx.get('sec-fetch-site');
+  if (site === 'same-origin' || site === 'none') return undefined;
+  const origin = ctx.get('origin');
+  if (origin) {
+    // Koa 3's ctx.origin is the request's Origin header; our own origin is built here.
+    if (origin === `${ctx.protocol}://${ctx.host}` || allowed.has(origin)) return undefined;
+    return `origin ${origin} is not allowed`;
+  }
+  // Neither header: not a browser, so no page can have forged it.
+  return site ? `Sec-Fetch-Site: ${site}` : undefined;
+}
+
 export function crossSiteGuard(allowedOrigins: readonly string[]) {
   const allowed = new Set(allowedOrigins);
   return async function refuseCrossSite(ctx: Context, next: Next) {
-    if (!ctx.path.startsWith('/api/') || !changesState(ctx)) return next();
-    const site = ctx.get('sec-fetch-site');
-    if (site === 'same-origin' || site === 'none') return next();
-    const origin = ctx.get('origin');
-    if (origin) {
-      // Koa 3's ctx.origin is the request's Origin header; our own origin is built here.
-      if (origin === `${ctx.protocol}://${ctx.host}` || allowed.has(origin)) return next();
-      throw new ForbiddenError(
-        `Cross-site request refused: origin ${origin} is not allowed`,
-        'cross_site_request',
-      );
+    if (ctx.path.startsWith('/api/') && changesState(ctx)) {
+      const refusal = crossSiteRefusal(ctx, allowed);
+      if (refusal) {
+        throw new ForbiddenError(`Cross-site request refused (${refusal})`, 'cross_site_request');
+      }
     }
-    if (site) {
-      throw new ForbiddenError(
-        `Cross-site request refused (Sec-Fetch-Site: ${site})`,
-        'cross_site_request',
-      );
-    }
-    return next();
+    await next();
   };
 }
 
@@ -88,20 +90,17 @@ function sameToken(sent: string, expected: string): boolean {
 export async function requireCsrfToken(ctx: Context, next: Next) {
   const sent = ctx.get(CSRF_HEADER);
   const expected = ctx.session?.csrf;
-  if (sent) {
-    if (!expected || !sameToken(sent, expected)) {
-      throw new ForbiddenError(
-        `The ${CSRF_HEADER} header does not match this session's token`,
-        'csrf_token_invalid',
-      );
-    }
-    return next();
+  if (sent && (!expected || !sameToken(sent, expected))) {
+    throw new ForbiddenError(
+      `The ${CSRF_HEADER} header does not match this session's token`,
+      'csrf_token_invalid',
+    );
   }
-  if (ctx.get('origin') || ctx.get('sec-fetch-site')) {
+  if (!sent && (ctx.get('origin') || ctx.get('sec-fetch-site'))) {
     throw new ForbiddenError(
       `Send the value of the ${CSRF_COOKIE} cookie in the ${CSRF_HEADER} header`,
       'csrf_token_missing',
     );
   }
-  return next();
+  await next();
 }

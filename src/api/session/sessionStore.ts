@@ -20,7 +20,9 @@ export function createSessionStore(pool: DatabasePool, timeouts: SessionTimeouts
   const absolute = sql.fragment`make_interval(secs => ${timeouts.absoluteSeconds})`;
   return {
     async get(id: string): Promise<SessionData | null> {
-      const data = await pool.maybeOneFirst(sql.type(z.object({ data: z.record(z.string(), z.unknown()) }))`
+      const data = await pool.maybeOneFirst(sql.type(
+        z.object({ data: z.record(z.string(), z.unknown()) }),
+      )`
         WITH alive AS (
           UPDATE app.sessions SET last_seen_at = now()
           WHERE id_hash = ${hashId(id)}

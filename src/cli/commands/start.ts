@@ -49,16 +49,18 @@ export function registerStartCommand(program: Command) {
         .choices(['default', 'docs'])
         .default('default'),
     )
-    .action(async (options: { role: string; profile: RoleOptions['profile'] }, command: Command) => {
-      const config = configFromCommand(command);
-      const logger = createLogger(config.LOG_LEVEL);
-      await startPlatform(
-        config,
-        logger,
-        options.role === 'all' ? Object.keys(ROLES) : [options.role],
-        options.profile,
-      );
-    });
+    .action(
+      async (options: { role: string; profile: RoleOptions['profile'] }, command: Command) => {
+        const config = configFromCommand(command);
+        const logger = createLogger(config.LOG_LEVEL);
+        await startPlatform(
+          config,
+          logger,
+          options.role === 'all' ? Object.keys(ROLES) : [options.role],
+          options.profile,
+        );
+      },
+    );
 }
 
 export async function ensureTimescale(config: Config, logger: Logger) {

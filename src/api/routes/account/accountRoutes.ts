@@ -16,9 +16,11 @@ export interface AccountRouteDeps {
   maxPixels: number;
 }
 
-const uploads = counter('api_profile_picture_uploads_total', 'Profile picture uploads by outcome.', [
-  'outcome',
-]);
+const uploads = counter(
+  'api_profile_picture_uploads_total',
+  'Profile picture uploads by outcome.',
+  ['outcome'],
+);
 
 const EXTENSIONS: Record<string, string> = {
   'image/png': 'png',
@@ -26,6 +28,17 @@ const EXTENSIONS: Record<string, string> = {
   'image/gif': 'gif',
   'image/webp': 'webp',
 };
+
+/**
+ * RFC 9110 §13.1.2 (weak comparison). Koa's ctx.fresh is not used: it ignores validators when the
+ * request says `Cache-Control: no-cache`, which fetch() adds to every conditional request.
+ */
+function matchesIfNoneMatch(header: string, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
+  return header.split(',').some((tag) => opaque(tag) === opaque(etag));
+}
 
 export function registerAccountRoutes(registry: RouteRegistry, deps: AccountRouteDeps) {
   registry.add(
@@ -87,7 +100,7 @@ export function registerAccountRoutes(registry: RouteRegistry, deps: AccountRout
         ctx.set('ETag', picture.etag);
         ctx.set('Last-Modified', picture.updatedAt.toUTCString());
         ctx.set('Cache-Control', 'private, no-cache');
-        if (ctx.fresh) {
+        if (matchesIfNoneMatch(ctx.get('if-none-match'), picture.etag)) {
           ctx.status = 304;
           return;
         }

@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { DatabasePool } from 'slonik';
 import { AppError, ValidationError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
+import type { Logger } from '../../../shared/logger.ts';
 import { counter } from '../../../shared/metrics.ts';
 import type { LoginThrottle } from '../../identity/loginThrottle.ts';
 import { hashPassword, verifyPassword } from '../../identity/passwords.ts';
@@ -40,7 +41,7 @@ async function signIn(ctx: Context, userId: number, maxAgeMs: number) {
   delete session.csrf;
   issueCsrfToken(ctx, maxAgeMs);
   await session.regenerate();
-  (ctx.state.logger as { info: (o: object, m: string) => void }).info({ userId }, 'signed in');
+  (ctx.state.logger as Logger).info({ userId }, 'signed in');
 }
 
 export function registerAuthorizeRoutes(registry: RouteRegistry, deps: AuthorizeRouteDeps) {
@@ -54,7 +55,9 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
         'Email and username are unique without regard to case. Errors carry `authorized` beside `error`.',
       tags: TAG,
       body: signupBody,
-      responses: { 200: { ...signedIn, description: 'Account created; the new user is signed in' } },
+      responses: {
+        200: { ...signedIn, description: 'Account created; the new user is signed in' },
+      },
       errors: [403, 409, 415],
       handler: async (ctx, { body }) => {
         refuseIfSignedIn(ctx);
@@ -86,6 +89,7 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
           await deps.throttle.check(body.email, ctx.ip);
         } catch (error) {
           logins.inc({ outcome: 'throttled' });
+          (ctx.state.logger as Logger).warn({ ip: ctx.ip }, 'sign-in throttled');
           throw error;
         }
         const account = await findCredentials(deps.pool, body.email);
@@ -93,6 +97,7 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
         if (!account || !valid) {
           await deps.throttle.recordFailure(body.email, ctx.ip);
           logins.inc({ outcome: 'rejected' });
+          (ctx.state.logger as Logger).info({ ip: ctx.ip }, 'sign-in refused');
           throw new AppError(401, 'invalid_credentials', 'Unknown email or wrong password');
         }
         await deps.throttle.recordSuccess(body.email);
@@ -131,7 +136,8 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
         path: '/api/authorize/logout',
         operationId: method === 'get' ? 'logout' : 'logoutPost',
         summary: 'End the session',
-        description: 'The session is destroyed on the server; its cookie no longer signs anyone in.',
+        description:
+          'The session is destroyed on the server; its cookie no longer signs anyone in.',
         tags: TAG,
         responses: {
           200: { description: 'Signed out', schema: authorizedSchema },
@@ -142,6 +148,7 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
           if (currentUserId(ctx) === undefined) {
             throw new ValidationError('Not signed in', [], 'not_signed_in');
           }
+          (ctx.state.logger as Logger).info({ userId: currentUserId(ctx) }, 'signed out');
           ctx.session = null;
           clearCsrfCookie(ctx);
           ctx.body = { authorized: false };

@@ -2,23 +2,35 @@ import type { DatabasePool } from 'slonik';
 import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import type { DataClient, PricePoint } from '../../dataClient.ts';
-import {
-  currenciesToPrice,
-  historyBuckets,
-  portfolioHistory,
-} from '../../portfolio/history.ts';
+import { currenciesToPrice, portfolioHistory } from '../../portfolio/history.ts';
 import { changesOf, holdingsOf, portfolioOf } from '../../portfolio/holdings.ts';
 import { unrealisedProfit } from '../../portfolio/valuation.ts';
 import { requireUser, signedInUser } from '../../session/requireUser.ts';
 import { sessionSecurity } from '../security.ts';
 import { PORTFOLIO_TAG } from './portfolioRoutes.ts';
-import { historyQuery, portfolioHistorySchema, profitParams, valueSchema } from './schema.ts';
+import {
+  historyQuery,
+  MAX_HOURS,
+  portfolioHistorySchema,
+  profitParams,
+  valueSchema,
+} from './schema.ts';
 import { z } from 'zod';
 
 export interface HistoryRouteDeps {
   pool: DatabasePool;
   data: DataClient;
   maxPoints: number;
+}
+
+/**
+ * Hours of price history to ask for: the window and as much again plus a day (within the data
+ * module's limits), so that a window opening in a gap of prices starts from the last price
+ * before it rather than from a trade's.
+ */
+export function lookbackHours(hours: number, intervalSeconds: number, maxPoints: number): number {
+  const withinCap = Math.floor((maxPoints * intervalSeconds) / 3600);
+  return Math.max(hours, Math.min(MAX_HOURS, 2 * hours + 24, withinCap));
 }
 
 export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRouteDeps) {
@@ -45,29 +57,41 @@ export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRout
         const intervalMs = query.intervalSeconds * 1000;
         const to = Date.now();
         const from = to - query.hours * 3_600_000;
-        const portfolio = await portfolioOf(deps.pool, signedInUser(ctx));
-        const changes = await changesOf(deps.pool, portfolio.id, new Date(to));
-        const first = changes[0];
-        if (!first) {
-          ctx.status = 204;
-          return;
-        }
-        const { count } = historyBuckets(first.changedAt.getTime(), from, to, intervalMs);
+        // The data module's rule, so that it never refuses the price histories asked below.
+        const count = Math.ceil((query.hours * 3600) / query.intervalSeconds);
         if (count > deps.maxPoints) {
           throw new ValidationError(
-            `The request would return ${count} points, more than the limit of ${deps.maxPoints}; use a larger intervalSeconds`,
-            [{ path: 'query.intervalSeconds', message: `at most ${deps.maxPoints} points per answer` }],
+            `The request would return up to ${count} points, more than the limit of ${deps.maxPoints}; use a larger intervalSeconds`,
+            [
+              {
+                path: 'query.intervalSeconds',
+                message: `at most ${deps.maxPoints} points per answer`,
+              },
+            ],
             'too_many_points',
           );
         }
+        const portfolio = await portfolioOf(deps.pool, signedInUser(ctx));
+        const changes = await changesOf(deps.pool, portfolio.id, new Date(to));
+        if (changes.length === 0) {
+          ctx.status = 204;
+          return;
+        }
         const codes = currenciesToPrice(changes);
+        const hours = lookbackHours(query.hours, query.intervalSeconds, deps.maxPoints);
         const histories = await Promise.all(
           codes.map(async (code): Promise<[string, PricePoint[]]> => [
             code,
-            await deps.data.history(code, query.hours, query.intervalSeconds),
+            await deps.data.history(code, hours, query.intervalSeconds),
           ]),
         );
-        const points = portfolioHistory({ changes, prices: new Map(histories), from, to, intervalMs });
+        const points = portfolioHistory({
+          changes,
+          prices: new Map(histories),
+          from,
+          to,
+          intervalMs,
+        });
         if (points.length === 0) {
           ctx.status = 204;
           return;

@@ -51,7 +51,9 @@ export const portfolioHistorySchema = z
     dollarBalance: z.number(),
     shareBalance: z.number(),
     totalWorth: z.number(),
-    valueChange: z.number().meta({ description: 'totalWorth minus the previous point’s (0 first)' }),
+    valueChange: z
+      .number()
+      .meta({ description: 'totalWorth minus the previous point’s (0 first)' }),
     tradeOccurred: z.boolean().meta({ description: 'Holdings changed within this bucket' }),
   })
   .meta({ id: 'PortfolioHistory' });
