@@ -13,6 +13,7 @@ import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
 import { registerHistoryRoutes } from './routes/portfolio/historyRoutes.ts';
 import { registerPortfolioRoutes } from './routes/portfolio/portfolioRoutes.ts';
 import { apiSecuritySchemes } from './routes/security.ts';
+import { corsForAllowedOrigins } from './session/cors.ts';
 import { crossSiteGuard } from './session/csrf.ts';
 import { authorizeErrorShape } from './session/requireUser.ts';
 import {
@@ -87,6 +88,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     proxy: config.API_TRUST_PROXY,
     middleware: (app) => [
       authorizeErrorShape,
+      corsForAllowedOrigins(config.API_ALLOWED_ORIGINS),
       createSessionMiddleware(app, { pool: runtime.pool, timeouts, keys }),
       crossSiteGuard(config.API_ALLOWED_ORIGINS),
     ],

@@ -118,6 +118,45 @@ describe('requests from our own pages pass', () => {
   });
 });
 
+describe('CORS for the allowed web client only', () => {
+  test('a preflight from the allowed origin is granted with credentials and the CSRF header', async () => {
+    const response = await harness.client().request('OPTIONS', '/api/portfolio/add', {
+      headers: {
+        origin: WEB_CLIENT,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type',
+      },
+    });
+    expect(response.status).toBe(204);
+    expect(response.headers.get('access-control-allow-origin')).toBe(WEB_CLIENT);
+    expect(response.headers.get('access-control-allow-credentials')).toBe('true');
+    expect(response.headers.get('access-control-allow-headers')).toMatch(/X-CSRF-Token/);
+  });
+
+  test('a preflight from any other origin gets no CORS headers', async () => {
+    const response = await harness.client().request('OPTIONS', '/api/portfolio/add', {
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
+    expect(response.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  test('answers to the allowed origin are readable by it, errors included', async () => {
+    const { client } = await harness.signedInClient();
+    const ok = await client.get('/api/portfolio/empty', { headers: { origin: WEB_CLIENT } });
+    expect(ok.headers.get('access-control-allow-origin')).toBe(WEB_CLIENT);
+    expect(ok.headers.get('vary')).toMatch(/Origin/);
+    const refused = await harness
+      .client()
+      .get('/api/portfolio/get', { headers: { origin: WEB_CLIENT } });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('access-control-allow-origin')).toBe(WEB_CLIENT);
+    const foreign = await client.get('/api/portfolio/empty', {
+      headers: { origin: 'https://evil.example' },
+    });
+    expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
+
 describe('the upload needs the CSRF token from browsers', () => {
   test('sign-in hands out the token as a readable cookie and a header', async () => {
     const client = harness.client();

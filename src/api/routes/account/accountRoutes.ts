@@ -100,6 +100,8 @@ export function registerAccountRoutes(registry: RouteRegistry, deps: AccountRout
         ctx.set('ETag', picture.etag);
         ctx.set('Last-Modified', picture.updatedAt.toUTCString());
         ctx.set('Cache-Control', 'private, no-cache');
+        // A web client on a sibling host (API_ALLOWED_ORIGINS) may show it in an <img>.
+        ctx.set('Cross-Origin-Resource-Policy', 'same-site');
         if (matchesIfNoneMatch(ctx.get('if-none-match'), picture.etag)) {
           ctx.status = 304;
           return;
