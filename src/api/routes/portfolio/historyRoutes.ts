@@ -1,36 +1,21 @@
 import type { DatabasePool } from 'slonik';
 import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
-import type { DataClient, PricePoint } from '../../dataClient.ts';
-import { currenciesToPrice, portfolioHistory } from '../../portfolio/history.ts';
+import type { DataClient } from '../../dataClient.ts';
+import { portfolioHistory } from '../../portfolio/history.ts';
+import { priceHistories } from '../../portfolio/priceHistories.ts';
 import { changesOf, holdingsOf, portfolioOf } from '../../portfolio/holdings.ts';
 import { unrealisedProfit } from '../../portfolio/valuation.ts';
 import { requireUser, signedInUser } from '../../session/requireUser.ts';
 import { sessionSecurity } from '../security.ts';
 import { PORTFOLIO_TAG } from './portfolioRoutes.ts';
-import {
-  historyQuery,
-  MAX_HOURS,
-  portfolioHistorySchema,
-  profitParams,
-  valueSchema,
-} from './schema.ts';
+import { historyQuery, portfolioHistorySchema, profitParams, valueSchema } from './schema.ts';
 import { z } from 'zod';
 
 export interface HistoryRouteDeps {
   pool: DatabasePool;
   data: DataClient;
   maxPoints: number;
-}
-
-/**
- * Hours of price history to ask for: the window and as much again plus a day (within the data
- * module's limits), so that a window opening in a gap of prices starts from the last price
- * before it rather than from a trade's.
- */
-export function lookbackHours(hours: number, intervalSeconds: number, maxPoints: number): number {
-  const withinCap = Math.floor((maxPoints * intervalSeconds) / 3600);
-  return Math.max(hours, Math.min(MAX_HOURS, 2 * hours + 24, withinCap));
 }
 
 export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRouteDeps) {
@@ -77,17 +62,16 @@ export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRout
           ctx.status = 204;
           return;
         }
-        const codes = currenciesToPrice(changes);
-        const hours = lookbackHours(query.hours, query.intervalSeconds, deps.maxPoints);
-        const histories = await Promise.all(
-          codes.map(async (code): Promise<[string, PricePoint[]]> => [
-            code,
-            await deps.data.history(code, hours, query.intervalSeconds),
-          ]),
-        );
+        const prices = await priceHistories(deps.data, changes, {
+          hours: query.hours,
+          intervalSeconds: query.intervalSeconds,
+          from,
+          to,
+          maxPoints: deps.maxPoints,
+        });
         const points = portfolioHistory({
           changes,
-          prices: new Map(histories),
+          prices,
           from,
           to,
           intervalMs,
