@@ -36,7 +36,7 @@ log() { printf 'provision: %s\n' "$*" >&2; }
 die() { local code=$1; shift; printf 'provision: ERROR: %s\n' "$*" >&2; exit "$code"; }
 
 usage() {
-  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 MODE=provision
@@ -186,7 +186,10 @@ lockfile=/run/lock/provision-timescaledb.lock
 [[ -d /run/lock ]] || lockfile=/tmp/provision-timescaledb.lock
 exec 9>"$lockfile"
 if command -v flock >/dev/null; then
-  flock -w 600 9 || die 1 "another provisioning run holds the lock"
+  if ! flock -n 9; then
+    log "another provisioning run is in progress (lock $lockfile); waiting up to 10 min"
+    flock -w 600 9 || die 1 "another provisioning run still holds $lockfile"
+  fi
   # Someone else may have just finished the job while we waited.
   probe
   if provisioned; then echo "$EXT: already provisioned ($avail, license $(license_of))"; exit 0; fi
@@ -216,8 +219,10 @@ trap 'exit 130' INT TERM
 systemd_running() { [[ -d /run/systemd/system ]]; }
 ctlcluster() { # ctlcluster ACTION MAJOR NAME
   # Without systemd as PID 1, pg_ctlcluster must not redirect to systemctl.
-  if systemd_running; then pg_ctlcluster "$2" "$3" "$1"
-  else pg_ctlcluster --skip-systemctl-redirect "$2" "$3" "$1"; fi
+  # "9>&-": the postmaster started here would otherwise inherit our lock fd and
+  # hold the lock for as long as the server runs, blocking every later run.
+  if systemd_running; then pg_ctlcluster "$2" "$3" "$1" 9>&-
+  else pg_ctlcluster --skip-systemctl-redirect "$2" "$3" "$1" 9>&-; fi
 }
 wait_ready() {
   local _
@@ -289,17 +294,21 @@ apt_install() { # install packages not yet installed; refresh lists once if need
 # Step 1: build + install the extension files (skipped if the server already
 # sees a timescaledb control file and the loader library is in its libdir).
 # ---------------------------------------------------------------------------
-apt_install "postgresql-server-dev-$MAJOR"
-PG_CONFIG=/usr/lib/postgresql/$MAJOR/bin/pg_config
-[[ -x "$PG_CONFIG" ]] || die 1 "$PG_CONFIG missing after installing postgresql-server-dev-$MAJOR"
-PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
+# Ask the server itself where it loads libraries from (pg_config view; we are
+# superuser), so no -dev package is needed when there is nothing to build.
+PKGLIBDIR=$(q "$CHECK_DB" "SELECT setting FROM pg_config WHERE name = 'PKGLIBDIR'")
 
 if [[ -n "$avail" && -f "$PKGLIBDIR/$EXT.so" ]]; then
   log "step 1/3: extension files already installed ($EXT $avail); skipping build"
 else
   log "step 1/3: building $EXT from Debian's source package"
+  # postgresql-server-dev-N: headers + pg_config for the *running* major.
   # dpkg-dev/xz-utils: apt-get source unpacks the .dsc with dpkg-source.
-  apt_install cmake gcc make libc6-dev dpkg-dev xz-utils libssl-dev
+  apt_install "postgresql-server-dev-$MAJOR" cmake gcc make libc6-dev dpkg-dev xz-utils libssl-dev
+  PG_CONFIG=/usr/lib/postgresql/$MAJOR/bin/pg_config
+  [[ -x "$PG_CONFIG" ]] || die 1 "$PG_CONFIG missing after installing postgresql-server-dev-$MAJOR"
+  [[ $("$PG_CONFIG" --pkglibdir) == "$PKGLIBDIR" ]] \
+    || die 1 "$PG_CONFIG installs into $("$PG_CONFIG" --pkglibdir) but the server loads from $PKGLIBDIR"
 
   # --- find the Debian main archive among this machine's apt sources -------
   # We need the URI whose suite is this release's codename (e.g. bookworm) with
@@ -497,8 +506,9 @@ if [[ -n $(q "$CHECK_DB" "SELECT 1 FROM pg_settings WHERE name = 'timescaledb.te
 fi
 
 # Verify in a scratch database: the extension loads and a hypertable works.
-# DROP ... WITH (FORCE) because TimescaleDB's per-database background worker
-# connects to the new database and would block a plain DROP DATABASE.
+# DROP ... WITH (FORCE) because CREATE EXTENSION starts a per-database
+# TimescaleDB scheduler (a background worker connected to that database) that
+# can make a plain DROP DATABASE fail with "being accessed by other users".
 SCRATCH_DB="timescaledb_provision_check_$$"
 q "$CHECK_DB" "CREATE DATABASE \"$SCRATCH_DB\"" >/dev/null
 ext_version=$(q "$SCRATCH_DB" "CREATE EXTENSION IF NOT EXISTS $EXT;

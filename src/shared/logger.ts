@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { PinoPretty } from 'pino-pretty';
 
 // Secrets never reach the logs: these paths are censored wherever they appear.
 export const REDACTED_PATHS = [
@@ -21,9 +22,18 @@ export const REDACTED_PATHS = [
 
 export type { Logger };
 
+/** JSON lines for machines; readable lines when a person watches a terminal. */
+function defaultDestination(format: 'json' | 'pretty' | 'auto') {
+  const pretty = format === 'pretty' || (format === 'auto' && process.stdout.isTTY);
+  return pretty
+    ? PinoPretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid' })
+    : undefined;
+}
+
 export function createLogger(
   level: string,
   destination?: NodeJS.WritableStream | { write(msg: string): void },
+  format: 'json' | 'pretty' | 'auto' = 'auto',
 ): Logger {
   return pino(
     {
@@ -32,7 +42,7 @@ export function createLogger(
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination as NodeJS.WritableStream | undefined,
+    (destination as NodeJS.WritableStream | undefined) ?? defaultDestination(format),
   );
 }
 

@@ -230,9 +230,10 @@ describe('service endpoints', () => {
   test('/docs serves an interactive reference page and its assets', async () => {
     const page = await fetch(`${server.url}/docs`);
     expect(page.headers.get('content-type')).toMatch(/html/);
-    expect(await page.text()).toContain('/openapi.json');
+    expect(await page.text()).toContain('/docs/assets/init.js');
     const init = await fetch(`${server.url}/docs/assets/init.js`);
     expect(init.status).toBe(200);
+    expect(await init.text()).toContain('/openapi.json');
     const bundle = await fetch(`${server.url}/docs/assets/swagger-ui-bundle.js`);
     expect(bundle.status).toBe(200);
   });

@@ -6,6 +6,7 @@ import { createDatabasePool } from '../../shared/db/pool.ts';
 import { readTimescaleState } from '../../shared/db/timescale.ts';
 import { redactDsn } from '../../shared/logger.ts';
 import { serverExtensionState } from '../../shared/provision.ts';
+import { workerCheck } from '../../worker/status.ts';
 import { configFromCommand, printJson } from '../context.ts';
 
 export interface Check {
@@ -21,7 +22,7 @@ export interface DoctorContext {
 }
 
 /** Further checks registered by other modules (rollups, worker, feeds). */
-export const EXTRA_CHECKS: DoctorCheck[] = [];
+export const EXTRA_CHECKS: DoctorCheck[] = [workerCheck];
 
 const freshnessRow = z.object({ newest: z.date().nullable(), currencies: z.number() });
 

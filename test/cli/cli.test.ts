@@ -1,0 +1,124 @@
+import { execFileSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { generateCurrencies } from '../../src/data/currencies/generator.ts';
+import { PLATFORM_BIN, runCli, spawnCli, waitForExit } from '../support/cli.ts';
+import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+
+let runtime: TestRuntime;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  runtime = await createTestRuntime();
+  await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
+  env = { DATABASE_URL: runtime.database.url };
+});
+
+afterAll(async () => {
+  await runtime.dispose();
+});
+
+describe('platform token', () => {
+  test('create prints the token once; list shows names and scopes only; revoke ends it', async () => {
+    const created = await runCli(
+      ['token', 'create', '--name', 'analysis', '--scope', 'read', '--scope', 'write', '--json'],
+      env,
+    );
+    expect(created.code).toBe(0);
+    const { token, scopes } = JSON.parse(created.stdout);
+    expect(token).toMatch(/^pdt_[A-Za-z0-9_-]{43}$/);
+    expect(scopes).toEqual(['read', 'write']);
+
+    const listed = await runCli(['token', 'list'], env);
+    expect(listed.stdout).toMatch(/analysis\s+read,write/);
+    expect(listed.stdout).not.toContain(token);
+
+    const duplicate = await runCli(['token', 'create', '--name', 'analysis'], env);
+    expect(duplicate.code).toBe(1);
+    expect(duplicate.stderr).toMatch(/already exists/);
+
+    expect((await runCli(['token', 'revoke', 'analysis'], env)).code).toBe(0);
+    expect((await runCli(['token', 'list', '--json'], env)).stdout.trim()).toBe('[]');
+    const again = await runCli(['token', 'revoke', 'analysis'], env);
+    expect(again.code).toBe(1);
+  });
+
+  test('usage errors exit with 2', async () => {
+    expect((await runCli(['token', 'create'], env)).code).toBe(2);
+    expect((await runCli(['token', 'create', '--name', 'x', '--scope', 'admin'], env)).code).toBe(
+      2,
+    );
+    expect((await runCli(['no-such-command'], env)).code).toBe(2);
+  });
+});
+
+describe('platform doctor', () => {
+  test('reports database, extension, edition and migrations on a working setup', async () => {
+    const result = await runCli(['doctor', '--json'], env);
+    const report = JSON.parse(result.stdout);
+    const byName = Object.fromEntries(
+      report.checks.map((c: { name: string; ok: boolean }) => [c.name, c]),
+    );
+    expect(byName.database.ok).toBe(true);
+    expect(byName.timescaledb.ok).toBe(true);
+    expect(byName.edition.detail).toMatch(/TimescaleDB 2\.\d+\.\d+ \(apache edition/);
+    expect(byName.migrations).toMatchObject({ ok: true, detail: 'all applied' });
+    // Nothing has harvested prices into this database, and doctor says so.
+    expect(byName.feed.ok).toBe(false);
+    expect(result.code).toBe(1);
+  });
+
+  test('tells the operator what to fix when the database is unreachable', async () => {
+    const result = await runCli(['doctor'], {
+      DATABASE_URL: 'postgres://root@127.0.0.1:1/platform',
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/FAIL\s+database/);
+    expect(result.stdout).toMatch(/fix: start PostgreSQL or set DATABASE_URL/);
+  });
+
+  test('bad configuration stops with exit 2 and lists the problems', async () => {
+    const result = await runCli(['doctor'], { DATABASE_URL: 'mysql://nope', DATA_PORT: 'x' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/DATABASE_URL/);
+    expect(result.stderr).toMatch(/DATA_PORT/);
+  });
+});
+
+describe('platform start', () => {
+  test('migrates, serves the data module, prints a working token, and stops on SIGTERM', async () => {
+    const { child, output } = await spawnCli(
+      ['start', '--role', 'data', '--platform.load.currency=false'],
+      { ...env, DATA_PORT: '0', LOG_LEVEL: 'warn' },
+      /try: curl .*\n/,
+    );
+    const token = /data token[^:]*: (\S+)/.exec(output())?.[1];
+    const url = /data\s+(http:\/\/\S+)/.exec(output())?.[1];
+    expect(token).toBeDefined();
+    const response = await fetch(`${url}/data/currency/all`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(response.status).toBe(200);
+    child.kill('SIGTERM');
+    expect(await waitForExit(child)).toBe(0);
+  });
+});
+
+test('an older Node is told to step aside with a clear message', () => {
+  let systemNode: string;
+  try {
+    systemNode = execFileSync('/usr/bin/node', ['--version']).toString().trim();
+  } catch {
+    return; // no system Node on this machine: nothing to check
+  }
+  if (Number(systemNode.slice(1).split('.')[0]) >= 24) return;
+  let stderr = '';
+  let status = 0;
+  try {
+    execFileSync('/usr/bin/node', [PLATFORM_BIN, '--help'], { stdio: 'pipe' });
+  } catch (error) {
+    stderr = String((error as { stderr: Buffer }).stderr);
+    status = (error as { status: number }).status;
+  }
+  expect(status).toBe(1);
+  expect(stderr).toMatch(/needs Node\.js 24/);
+});
