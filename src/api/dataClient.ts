@@ -39,6 +39,7 @@ const dataCalls = counter(
 );
 
 const UNAVAILABLE = 'The market-data module is unavailable; try again shortly.';
+const PAGE = 1000;
 
 export class DataClient {
   private readonly options: DataClientOptions;
@@ -82,9 +83,17 @@ export class DataClient {
   }
 
   private async fetchSnapshot(): Promise<Map<string, DisplayCurrency>> {
-    const response = await this.request('/data/currency/all', 'all');
-    const { currencies } = await this.readJson(response, 'all', currencyList);
-    const byCode = new Map(currencies.map((c) => [c.currencyCode, c]));
+    const byCode = new Map<string, DisplayCurrency>();
+    // The data module pages its list (at most PAGE a request); a short page is the last.
+    for (let offset = 0; ; offset += PAGE) {
+      const response = await this.request(
+        `/data/currency/all?limit=${PAGE}&offset=${offset}`,
+        'all',
+      );
+      const { currencies } = await this.readJson(response, 'all', currencyList);
+      for (const c of currencies) byCode.set(c.currencyCode, c);
+      if (currencies.length < PAGE) break;
+    }
     this.snapshot = { at: Date.now(), byCode };
     return byCode;
   }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { sql } from 'slonik';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { setSnapshot } from '../support/prices.ts';
 
@@ -76,5 +77,26 @@ test('prices come through the snapshot cache of the data client', async () => {
     expect([first.body.value, second.body.value]).toEqual([10, 10]);
   } finally {
     await cached.close();
+  }
+});
+
+test('currencies beyond the first page of the data module are priced too', async () => {
+  const paged = await startApiHarness();
+  try {
+    // 1200 priced currencies; the cheapest ones come last in the data module's list.
+    await paged.runtime.pool.query(sql.unsafe`
+      INSERT INTO currencies (code, name)
+      SELECT 'Z' || lpad(i::text, 4, '0'), 'Test coin ' || i FROM generate_series(1, 1200) AS i
+    `);
+    await paged.runtime.pool.query(sql.unsafe`
+      INSERT INTO currency_snapshots (currency_code, price, observed_at, source)
+      SELECT 'Z' || lpad(i::text, 4, '0'), 10000 - i, now(), 'test' FROM generate_series(1, 1200) AS i
+    `);
+    const last = await paged
+      .client()
+      .post('/api/currency/value', { currencyCode: 'Z1200', shares: 2 });
+    expect(last.body).toEqual({ value: 2 * 8800 });
+  } finally {
+    await paged.close();
   }
 });

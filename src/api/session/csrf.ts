@@ -7,7 +7,7 @@ import { ForbiddenError } from '../../shared/errors.ts';
 //     or an allowed one, judged from the browser-set Sec-Fetch-Site and Origin headers; requests
 //     with neither come from non-browser clients, which a forged page cannot drive;
 //  2. JSON routes refuse other media types (415, in the route registry), so a foreign page
-//     cannot post JSON without a CORS preflight, which we never grant;
+//     cannot post JSON without a CORS preflight, which only the allowed origins pass;
 //  3. the multipart upload, which a foreign form could send as a "simple" request, also needs
 //     the synchronizer token: `X-CSRF-Token` equal to the `csrf-token` cookie (readable by the
 //     page's script, created at sign-in and bound to the session, kept server-side in it).

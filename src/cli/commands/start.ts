@@ -1,6 +1,5 @@
 import { Option, type Command } from 'commander';
 import { sql } from 'slonik';
-import { startApiRole } from '../../api/start.ts';
 import { startDataRole } from '../../data/start.ts';
 import { startWorkerRole } from '../../worker/start.ts';
 import { createToken, revokeToken } from '../../data/tokens/tokenStore.ts';
@@ -29,7 +28,9 @@ type RoleStarter = (runtime: Runtime, options: RoleOptions) => Promise<RoleHandl
 // this order (the API after the data module it calls).
 export const ROLES: Record<string, RoleStarter> = {
   data: startDataRole,
-  api: startApiRole,
+  // Loaded on demand: its image and password libraries would slow every other command's start.
+  api: async (runtime, options) =>
+    (await import('../../api/start.ts')).startApiRole(runtime, options),
   worker: startWorkerRole,
 };
 
