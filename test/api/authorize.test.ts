@@ -166,6 +166,25 @@ describe('session cookie', () => {
     expect(cookieAttributes(response.setCookies, 'sid.sig')).toBeDefined();
   });
 
+  test('Secure over HTTPS: behind a trusted proxy that says so, never on a spoofed header', async () => {
+    const spoofed = await harness.client().post('/api/authorize/signup', newAccount(), {
+      headers: { 'x-forwarded-proto': 'https' },
+    });
+    expect(cookieAttributes(spoofed.setCookies, 'sid')!.attributes).not.toHaveProperty('secure');
+    const proxied = await startApiHarness({ API_TRUST_PROXY: 'true' });
+    try {
+      const response = await proxied.client().post('/api/authorize/signup', newAccount(), {
+        headers: { 'x-forwarded-proto': 'https' },
+      });
+      expect(response.status).toBe(200);
+      for (const name of ['sid', 'sid.sig', 'csrf-token']) {
+        expect(cookieAttributes(response.setCookies, name)!.attributes).toHaveProperty('secure');
+      }
+    } finally {
+      await proxied.close();
+    }
+  });
+
   test('the database keeps only a hash of the session id', async () => {
     const client = harness.client();
     await signup(client, newAccount());

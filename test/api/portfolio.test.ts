@@ -174,6 +174,25 @@ describe('bad input', () => {
     expect(response.body.error.details[0].path).toBe(path);
   });
 
+  test('400 for a malformed currency code in the profit path', async () => {
+    const response = await client.get('/api/portfolio/history/profit/B-TC');
+    expect(response.status).toBe(400);
+    expect(response.body.error.details[0].path).toBe('params.currencyCode');
+  });
+
+  test('a portfolio missing for an existing user is created on first use', async () => {
+    const { client: fresh, userId } = await harness.signedInClient();
+    await harness.runtime.pool.query(
+      sql.unsafe`DELETE FROM app.portfolios WHERE user_id = ${userId}`,
+    );
+    const responses = await Promise.all([
+      fresh.get('/api/portfolio/get'),
+      fresh.get('/api/portfolio/get'),
+    ]);
+    expect(responses.map((r) => r.status)).toEqual([200, 200]);
+    expect(responses[0]!.body.id).toBe(responses[1]!.body.id);
+  });
+
   test('400 for broken JSON', async () => {
     const response = await client.request('POST', '/api/portfolio/add', {
       body: '{"currencyCode": "BTC",',

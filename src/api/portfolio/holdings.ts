@@ -28,19 +28,19 @@ const changeRow = z.object({
 });
 export type HoldingChange = z.infer<typeof changeRow>;
 
+const selectPortfolio = (userId: number) => sql.type(portfolioRow)`
+  SELECT id, created_at AS "createdAt" FROM app.portfolios WHERE user_id = ${userId}
+`;
+
 /** The user's portfolio, created on first use (sign-up creates it too). */
 export async function portfolioOf(pool: DatabasePool, userId: number): Promise<PortfolioRow> {
-  return pool.one(sql.type(portfolioRow)`
-    WITH created AS (
-      INSERT INTO app.portfolios (user_id) VALUES (${userId})
-      ON CONFLICT (user_id) DO NOTHING
-      RETURNING id, created_at
-    )
-    SELECT id, created_at AS "createdAt" FROM created
-    UNION ALL
-    SELECT id, created_at AS "createdAt" FROM app.portfolios WHERE user_id = ${userId}
-    LIMIT 1
+  const existing = await pool.maybeOne(selectPortfolio(userId));
+  if (existing) return existing;
+  await pool.query(sql.unsafe`
+    INSERT INTO app.portfolios (user_id) VALUES (${userId}) ON CONFLICT (user_id) DO NOTHING
   `);
+  // A statement of its own, so it sees the row whichever of two racing requests created it.
+  return pool.one(selectPortfolio(userId));
 }
 
 export async function holdingsOf(pool: DatabasePool, portfolioId: number) {
