@@ -190,7 +190,7 @@ describe('bad input', () => {
       fresh.get('/api/portfolio/get'),
     ]);
     expect(responses.map((r) => r.status)).toEqual([200, 200]);
-    expect(responses[0]!.body.id).toBe(responses[1]!.body.id);
+    expect(responses[0].body.id).toBe(responses[1].body.id);
   });
 
   test('400 for broken JSON', async () => {
