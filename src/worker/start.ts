@@ -2,7 +2,9 @@ import { run, type Runner, type TaskList } from 'graphile-worker';
 import { createTaskList, crontab } from '../../workers/index.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
+import { instrumentTaskList } from './instrumentation.ts';
 import { workerLogger } from './logger.ts';
+import { withBoundedStop } from './shutdown.ts';
 
 export interface WorkerOptions {
   concurrency?: number;
@@ -14,14 +16,18 @@ export async function startWorkerRunner(
   runtime: Runtime,
   options: WorkerOptions = {},
 ): Promise<Runner> {
-  return run({
+  const graceMs = runtime.config.SHUTDOWN_GRACE_SECONDS * 1000;
+  const runner = await run({
     pgPool: runtime.pgPool,
-    taskList: options.taskList ?? createTaskList(runtime),
+    taskList: instrumentTaskList(options.taskList ?? createTaskList(runtime)),
     crontab: options.taskList ? '' : crontab.join('\n'),
     concurrency: options.concurrency ?? 4,
     noHandleSignals: true,
     logger: workerLogger(runtime.logger),
+    // Jobs see helpers.abortSignal fire when the shutdown grace is over.
+    gracefulShutdownAbortTimeout: graceMs,
   });
+  return withBoundedStop(runner, graceMs, runtime.logger);
 }
 
 export async function startWorkerRole(runtime: Runtime): Promise<RoleHandle> {
