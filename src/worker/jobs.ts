@@ -22,14 +22,14 @@ export async function enqueueJob(
 ): Promise<void> {
   await db.query(sql.unsafe`
     SELECT graphile_worker.add_job(
-      ${task},
-      ${sql.jsonb(payload as never)},
-      queue_name => ${options.queueName ?? null},
-      run_at => ${options.runAt ? sql.timestamp(options.runAt) : null},
-      max_attempts => ${options.maxAttempts ?? null},
-      job_key => ${options.jobKey ?? null},
-      priority => ${options.priority ?? null},
-      job_key_mode => ${options.jobKeyMode ?? null}
+      ${task}::text,
+      ${sql.json(payload as never)}::json,
+      queue_name => ${options.queueName ?? null}::text,
+      run_at => ${options.runAt ? sql.timestamp(options.runAt) : null}::timestamptz,
+      max_attempts => ${options.maxAttempts ?? null}::int,
+      job_key => ${options.jobKey ?? null}::text,
+      priority => ${options.priority ?? null}::int,
+      job_key_mode => ${options.jobKeyMode ?? 'replace'}::text
     )
   `);
 }

@@ -4,7 +4,7 @@ import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { instrumentTaskList } from './instrumentation.ts';
 import { workerLogger } from './logger.ts';
-import { withBoundedStop } from './shutdown.ts';
+import { poolTracker, withBoundedStop } from './shutdown.ts';
 
 export interface WorkerOptions {
   concurrency?: number;
@@ -17,6 +17,7 @@ export async function startWorkerRunner(
   options: WorkerOptions = {},
 ): Promise<Runner> {
   const graceMs = runtime.config.SHUTDOWN_GRACE_SECONDS * 1000;
+  const tracker = poolTracker();
   const runner = await run({
     pgPool: runtime.pgPool,
     taskList: instrumentTaskList(options.taskList ?? createTaskList(runtime)),
@@ -26,8 +27,9 @@ export async function startWorkerRunner(
     logger: workerLogger(runtime.logger),
     // Jobs see helpers.abortSignal fire when the shutdown grace is over.
     gracefulShutdownAbortTimeout: graceMs,
+    events: tracker.events,
   });
-  return withBoundedStop(runner, graceMs, runtime.logger);
+  return withBoundedStop(runner, tracker.pool, graceMs, runtime.logger);
 }
 
 export async function startWorkerRole(runtime: Runtime): Promise<RoleHandle> {

@@ -59,5 +59,7 @@ export function createPgPool(url: string, max = 4): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5_000 });
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', () => {});
+  // Nor a checked-out one: its query fails and says so instead.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
