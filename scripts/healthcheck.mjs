@@ -7,12 +7,14 @@ import { loadConfig } from '../src/shared/config.ts';
 
 const TIMEOUT_MS = 4000;
 
+/** @param {string} url */
 async function probe(url) {
   try {
     const response = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });
-    return { url, answered: true, ok: response.ok, status: response.status };
+    return { url, answered: true, ok: response.ok, status: String(response.status) };
   } catch (error) {
-    return { url, answered: false, ok: false, status: error.cause?.code ?? error.name };
+    const failure = /** @type {Error & { cause?: { code?: string } }} */ (error);
+    return { url, answered: false, ok: false, status: failure.cause?.code ?? failure.name };
   }
 }
 
