@@ -28,6 +28,10 @@ export async function startWorkerRunner(
     // Jobs see helpers.abortSignal fire when the shutdown grace is over.
     gracefulShutdownAbortTimeout: graceMs,
     events: tracker.events,
+    // Batched (even with no delay), completions and failures are flushed before stop()
+    // resolves; unbatched, graphile-worker does not wait for them and they could reach a
+    // pool the shutdown has already closed.
+    preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   });
   return withBoundedStop(runner, tracker.pool, graceMs, runtime.logger);
 }

@@ -1,3 +1,4 @@
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -65,7 +66,11 @@ beforeAll(async () => {
   endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 });
 
+const children: ChildProcessWithoutNullStreams[] = [];
+
 afterAll(async () => {
+  // A failed expectation must not leave a platform process behind.
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   await new Promise((resolve) => receiver.close(resolve));
   await runtime.dispose();
 });
@@ -90,6 +95,7 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
       },
       /platform is running[^\n]*\n\s+data\s+http:\S+\n/,
     );
+    children.push(child);
     const url = /data\s+(http:\/\/\S+)/.exec(output())![1]!;
     const response = await fetch(`${url}/data/currency/history/BTC?hours=1`, {
       headers: { authorization: `Bearer ${token}`, 'x-request-id': 'trace-me-1' },
@@ -140,6 +146,7 @@ describe('without OTEL_EXPORTER_OTLP_ENDPOINT', () => {
       { DATABASE_URL: runtime.database.url, DATA_PORT: '0', DATA_TOKEN: token, LOG_LEVEL: 'info' },
       /platform is running[^\n]*\n\s+data\s+http:\S+\n/,
     );
+    children.push(child);
     const url = /data\s+(http:\/\/\S+)/.exec(output())![1]!;
     await fetch(`${url}/data/currency/all`, { headers: { authorization: `Bearer ${token}` } });
     child.kill('SIGTERM');
