@@ -1,16 +1,34 @@
 import type { TaskList } from 'graphile-worker';
 import type { Runtime } from '../src/shared/runtime.ts';
+import type { RecurringTask } from '../src/worker/recurring.ts';
+import { createHarvestTask, HARVEST_TASK } from './harvestPrices.ts';
 
 /**
  * Every task the worker runs, by identifier. Tasks are factories over the runtime so they share
  * the process's pools, logger and configuration.
  */
-export function createTaskList(_runtime: Runtime): TaskList {
-  return {};
+export function createTaskList(runtime: Runtime): TaskList {
+  return {
+    [HARVEST_TASK]: createHarvestTask(runtime),
+  };
+}
+
+/**
+ * Sub-minute recurring tasks: a leader-elected ticker enqueues one job per slot (see
+ * src/worker/recurring.ts). Each slot runs once across all workers.
+ */
+export function recurringTasks(runtime: Runtime): RecurringTask[] {
+  return [
+    {
+      task: HARVEST_TASK,
+      intervalMs: runtime.config.HARVEST_INTERVAL_SECONDS * 1000,
+      maxAttempts: 2,
+    },
+  ];
 }
 
 /**
  * Recurring jobs in graphile-worker's crontab syntax (UTC, minute-grained; distributed-safe: each
- * slot runs once across all workers). Sub-minute cadences need their own scheduling.
+ * slot runs once across all workers). Sub-minute cadences go in recurringTasks above.
  */
 export const crontab: string[] = [];

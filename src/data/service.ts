@@ -6,6 +6,9 @@ import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { createScopeGuard } from './auth.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
+import { registerNewsSentimentRoutes } from './routes/newsSentiment/newsSentimentRoutes.ts';
+import { registerPredictionRoutes } from './routes/predictions/predictionRoutes.ts';
+import { registerTrainingSessionRoutes } from './routes/trainingSessions/trainingSessionRoutes.ts';
 
 export const DATA_SERVICE_NAME = 'data';
 
@@ -13,8 +16,19 @@ export const DATA_SERVICE_NAME = 'data';
 export function dataRoutes(runtime: Runtime): RouteRegistry {
   const registry = new RouteRegistry();
   const requireScope = createScopeGuard(runtime.pool, runtime.config.DATA_TRUSTED_NETWORKS);
-  const deps = { pool: runtime.pool, requireScope, maxPoints: runtime.config.HISTORY_MAX_POINTS };
+  const deps = {
+    pool: runtime.pool,
+    requireScope,
+    maxPoints: runtime.config.HISTORY_MAX_POINTS,
+    bulk: {
+      maxItems: runtime.config.SIGNAL_BULK_MAX_ITEMS,
+      maxBytes: runtime.config.SIGNAL_BULK_MAX_BYTES,
+    },
+  };
   registerCurrencyRoutes(registry, deps);
+  registerNewsSentimentRoutes(registry, deps);
+  registerPredictionRoutes(registry, deps);
+  registerTrainingSessionRoutes(registry, deps);
   return registry;
 }
 

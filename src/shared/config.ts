@@ -8,6 +8,10 @@ const booleanFromEnv = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
+/** Price sources the harvester knows (see src/data/market/sources/). */
+export const MARKET_SOURCE_NAMES = ['simulated', 'coinbase', 'binance', 'kraken'] as const;
+export type MarketSourceName = (typeof MARKET_SOURCE_NAMES)[number];
+
 const port = z.coerce.number().int().min(0).max(65535);
 
 const cidrList = z
@@ -52,10 +56,40 @@ export const configSchema = z.object({
       /^[a-z]+(,[a-z]+)*$/,
       'a comma-separated list of source names such as simulated,coinbase',
     )
+    .refine(
+      (list) =>
+        list.split(',').every((name) => (MARKET_SOURCE_NAMES as readonly string[]).includes(name)),
+      `every source must be one of ${MARKET_SOURCE_NAMES.join(', ')}`,
+    )
     .default('simulated')
     .describe(
-      'Price source(s) of the harvester: simulated (offline default), coinbase, binance, kraken.',
+      'Price source(s) of the harvester, in order of preference: simulated (offline default), ' +
+        'coinbase, binance, kraken. The first source that prices a currency wins.',
     ),
+  MARKET_SIMULATED_SEED: z
+    .string()
+    .min(1)
+    .default('platform')
+    .describe('Seed of the simulated market: the same seed gives the same price paths.'),
+  MARKET_REQUEST_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(50)
+    .max(60000)
+    .default(4000)
+    .describe('Time-out of one request to an exchange (each retry gets its own).'),
+  COINBASE_API_URL: z
+    .url()
+    .default('https://api.coinbase.com')
+    .describe('Base URL of the Coinbase public API (exchange rates).'),
+  BINANCE_API_URL: z
+    .url()
+    .default('https://api.binance.com')
+    .describe('Base URL of the Binance spot API (ticker prices).'),
+  KRAKEN_API_URL: z
+    .url()
+    .default('https://api.kraken.com')
+    .describe('Base URL of the Kraken public API (ticker).'),
   HARVEST_INTERVAL_SECONDS: z.coerce
     .number()
     .int()
@@ -69,6 +103,22 @@ export const configSchema = z.object({
     .min(1)
     .default(50000)
     .describe('Most points one history answer may hold; larger requests go to the export route.'),
+  SIGNAL_BULK_MAX_ITEMS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .default(10_000)
+    .describe(
+      'Most items one bulk request of news sentiment, predictions or training sessions may hold.',
+    ),
+  SIGNAL_BULK_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024 * 1024)
+    .default(10 * 1024 * 1024)
+    .describe('Largest body, in bytes, of one bulk request of signal inputs.'),
   SESSION_KEYS: z
     .string()
     .optional()

@@ -1,5 +1,6 @@
 import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type Logger } from 'pino';
+import { PinoPretty } from 'pino-pretty';
 
 // Secrets never reach the logs: these paths are censored wherever they appear.
 export const REDACTED_PATHS = [
@@ -22,9 +23,18 @@ export const REDACTED_PATHS = [
 
 export type { Logger };
 
+/** JSON lines for machines; readable lines when a person watches a terminal. */
+function defaultDestination(format: 'json' | 'pretty' | 'auto') {
+  const pretty = format === 'pretty' || (format === 'auto' && process.stdout.isTTY);
+  return pretty
+    ? PinoPretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid' })
+    : undefined;
+}
+
 export function createLogger(
   level: string,
   destination?: NodeJS.WritableStream | { write(msg: string): void },
+  format: 'json' | 'pretty' | 'auto' = 'auto',
 ): Logger {
   return pino(
     {
@@ -34,7 +44,7 @@ export function createLogger(
       timestamp: pino.stdTimeFunctions.isoTime,
       mixin: traceContext,
     },
-    destination as NodeJS.WritableStream | undefined,
+    (destination as NodeJS.WritableStream | undefined) ?? defaultDestination(format),
   );
 }
 

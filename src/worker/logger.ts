@@ -12,6 +12,11 @@ const LEVELS: Record<LogLevel, 'error' | 'warn' | 'info' | 'debug'> = {
 export function workerLogger(logger: Logger): WorkerLogger {
   return new WorkerLogger((scope) => {
     const child = logger.child({ component: 'worker', ...scope });
-    return (level, message, meta) => child[LEVELS[level]](meta ?? {}, message);
+    return (level, message, meta) => {
+      // "Completed task … with success" for every job would flood the log (a harvest every
+      // few seconds); failures keep their level.
+      const routine = level === 'info' && meta?.success === true;
+      child[routine ? 'debug' : LEVELS[level]](meta ?? {}, message);
+    };
   });
 }

@@ -1,10 +1,12 @@
-import { run, type Runner, type TaskList } from 'graphile-worker';
-import { createTaskList, crontab } from '../../workers/index.ts';
+import { parseCrontab, run, type Runner, type TaskList } from 'graphile-worker';
+import { createTaskList, crontab, recurringTasks } from '../../workers/index.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { instrumentTaskList } from './instrumentation.ts';
 import { workerLogger } from './logger.ts';
+import { startRecurringTickers } from './recurring.ts';
 import { poolTracker, withBoundedStop } from './shutdown.ts';
+import type { Ticker } from './ticker.ts';
 
 export interface WorkerOptions {
   concurrency?: number;
@@ -21,7 +23,8 @@ export async function startWorkerRunner(
   const runner = await run({
     pgPool: runtime.pgPool,
     taskList: instrumentTaskList(options.taskList ?? createTaskList(runtime)),
-    crontab: options.taskList ? '' : crontab.join('\n'),
+    // Always explicit, so graphile-worker never looks for a crontab file in the working directory.
+    parsedCronItems: parseCrontab(options.taskList ? '' : crontab.join('\n')),
     concurrency: options.concurrency ?? 4,
     noHandleSignals: true,
     logger: workerLogger(runtime.logger),
@@ -36,12 +39,39 @@ export async function startWorkerRunner(
   return withBoundedStop(runner, tracker.pool, graceMs, runtime.logger);
 }
 
+export interface Worker {
+  runner: Runner;
+  tickers: Ticker[];
+  stop(): Promise<void>;
+}
+
+/** A whole worker: the runner with every task, and the tickers of the recurring tasks. */
+export async function startWorker(runtime: Runtime, options: WorkerOptions = {}): Promise<Worker> {
+  const runner = await startWorkerRunner(runtime, options);
+  const tickers = startRecurringTickers(runtime, recurringTasks(runtime));
+  return {
+    runner,
+    tickers,
+    async stop() {
+      // Tickers first, so no new slot is enqueued while the runner finishes its jobs.
+      await Promise.all(tickers.map((ticker) => ticker.stop()));
+      await runner.stop();
+    },
+  };
+}
+
 export async function startWorkerRole(runtime: Runtime): Promise<RoleHandle> {
-  const runner = await startWorkerRunner(runtime);
-  runtime.logger.info('worker running');
+  const worker = await startWorker(runtime);
+  runtime.logger.info(
+    {
+      sources: runtime.config.MARKET_SOURCE,
+      harvestIntervalSeconds: runtime.config.HARVEST_INTERVAL_SECONDS,
+    },
+    'worker running',
+  );
   return {
     name: 'worker',
     beginDrain: () => {},
-    stop: () => runner.stop(),
+    stop: () => worker.stop(),
   };
 }

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -63,6 +63,32 @@ function bindMounts(service: any): { source: string; target: string }[] {
       const [source = '', target = ''] = v.split(':');
       return { source, target };
     });
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return /\.(ts|mjs|js)$/.test(entry.name) ? [path] : [];
+  });
+}
+
+/** Module specifiers a file loads when it runs: static imports (not `import type`) and import(). */
+function runtimeImports(source: string): string[] {
+  const specifiers: string[] = [];
+  for (const [, typeOnly, specifier] of source.matchAll(
+    /^\s*(?:import|export)\s+(type\s+)?(?:[\s\S]*?\s+from\s+)?['"]([^'"]+)['"]/gm,
+  )) {
+    if (!typeOnly && specifier) specifiers.push(specifier);
+  }
+  for (const [, specifier] of source.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+    if (specifier) specifiers.push(specifier);
+  }
+  // register('<module>', …) loads a module hook (telemetry).
+  for (const [, specifier] of source.matchAll(/\bregister\(\s*['"]([^'"]+)['"]/g)) {
+    if (specifier) specifiers.push(specifier);
+  }
+  return specifiers;
 }
 
 const appServices = Object.entries(services).filter(([, s]) => s.build !== undefined);
@@ -403,6 +429,31 @@ describe('Dockerfile', () => {
         expect(ignored).not.toContain(source);
       }
     }
+  });
+
+  test('every package the running code imports is a production dependency (--omit=dev)', () => {
+    const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
+    const runtimeFiles = ['src', 'workers', 'bin']
+      .flatMap((dir) => sourceFiles(join(ROOT, dir)))
+      .concat(join(ROOT, 'scripts/healthcheck.mjs'), join(ROOT, 'scripts/check-node.mjs'))
+      .filter((file) => !/\/test\//.test(file));
+    const missing = new Set<string>();
+    for (const file of runtimeFiles) {
+      for (const specifier of runtimeImports(readFileSync(file, 'utf8'))) {
+        if (
+          specifier.startsWith('.') ||
+          specifier.startsWith('node:') ||
+          specifier.startsWith('#')
+        ) {
+          continue;
+        }
+        const name = specifier.startsWith('@')
+          ? specifier.split('/').slice(0, 2).join('/')
+          : specifier.split('/')[0]!;
+        if (!(name in pkg.dependencies)) missing.add(`${name} (${file.slice(ROOT.length)})`);
+      }
+    }
+    expect([...missing]).toEqual([]);
   });
 
   test('exposes the default ports of every role', () => {

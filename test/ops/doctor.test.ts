@@ -1,5 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
+import { z } from 'zod';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
 import { enqueueJob } from '../../src/worker/jobs.ts';
 import { runCli, spawnCli, waitForExit } from '../support/cli.ts';
@@ -22,6 +24,17 @@ const doctorJson = async () => {
   const result = await runCli(['doctor', '--json'], env);
   return { code: result.code, report: JSON.parse(result.stdout) as Report };
 };
+async function waitForFreshPrices() {
+  const fresh = z.object({ n: z.number() });
+  for (let i = 0; i < 300; i++) {
+    const { n } = await runtime.pool.one(sql.type(fresh)`
+      SELECT count(*)::int AS n FROM currency_snapshots WHERE observed_at > now() - interval '1 minute'
+    `);
+    if (n > 0) return;
+    await sleep(100);
+  }
+  throw new Error('the worker priced nothing within 30 s');
+}
 const byName = (report: Report) => Object.fromEntries(report.checks.map((c) => [c.name, c]));
 
 beforeAll(async () => {
@@ -55,7 +68,8 @@ describe('a healthy platform', () => {
         metrics.filter((s) => s.name === 'worker_queue_depth').map((s) => s.labels.state),
       ).toEqual(expect.arrayContaining(['ready', 'scheduled', 'running', 'failed']));
 
-      await setSnapshot(runtime.pool, 'BTC', 65000, new Date());
+      // The worker harvests the (simulated) market: wait for its first prices.
+      await waitForFreshPrices();
       const { code, report } = await doctorJson();
       expect(report.checks.filter((c) => !c.ok)).toEqual([]);
       expect(report.healthy).toBe(true);
@@ -72,7 +86,8 @@ describe('a healthy platform', () => {
         ]),
       );
       expect(byName(report).workers!.detail).toMatch(/^1 live \(\S+\/\d+\)$/);
-      expect(byName(report).feed!.detail).toMatch(/newest price \d+ s old; 1 of 1 currencies/);
+      expect(byName(report).feed!.detail).toMatch(/newest price \d+ s old; (\d+) of \1 currencies/);
+      expect(byName(report).worker!.detail).toMatch(/the harvest ticker has a leader/);
 
       const human = await runCli(['doctor'], env);
       expect(human.code).toBe(0);
@@ -99,6 +114,9 @@ describe('a broken platform', () => {
       INSERT INTO worker_heartbeats (worker_id, hostname, pid, last_seen_at)
       VALUES ('old-host:4242:abc', 'old-host', 4242, now() - interval '10 minutes')
     `);
+    await runtime.pool.query(sql.unsafe`
+      UPDATE currency_snapshots SET observed_at = now() - interval '1 hour'
+    `);
     await setSnapshot(runtime.pool, 'BTC', 65000, new Date(Date.now() - 3_600_000));
     await enqueueJob(runtime.pool, 'harvest_prices', {}, { runAt: new Date(Date.now() - 900_000) });
 
@@ -113,7 +131,7 @@ describe('a broken platform', () => {
     });
     expect(checks.feed).toMatchObject({
       ok: false,
-      detail: expect.stringMatching(/newest price 3[56]\d\d s old; 0 of 1 currencies/),
+      detail: expect.stringMatching(/newest price 3[56]\d\d s old; 0 of \d+ currencies/),
       fix: expect.stringContaining('start a worker'),
     });
     expect(checks.jobs).toMatchObject({
@@ -127,7 +145,7 @@ describe('a broken platform', () => {
     expect(human.stdout).toMatch(/^FAIL\s+workers\s+no live worker/m);
     expect(human.stdout).toMatch(/^\s+fix: start one: `platform start --role worker`/m);
     expect(human.stdout).toMatch(/^FAIL\s+feed\s+/m);
-    expect(human.stdout).toMatch(/3 problem\(s\): workers, jobs, feed/);
+    expect(human.stdout).toMatch(/4 problem\(s\): workers, worker, jobs, feed/);
   });
 
   test('an unreachable database: exit 1, one failed check with its fix, as JSON too', async () => {

@@ -9,6 +9,7 @@ import { readTimescaleState } from '../../shared/db/timescale.ts';
 import { redactDsn } from '../../shared/logger.ts';
 import { serverExtensionState } from '../../shared/provision.ts';
 import { checkJobQueue, checkWorkers } from '../../worker/diagnostics.ts';
+import { workerCheck } from '../../worker/status.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { withExamples } from '../help.ts';
 import { EXIT } from '../exitCodes.ts';
@@ -18,8 +19,10 @@ export type { Check, DoctorCheck, DoctorContext };
 /**
  * The checks modules contribute, run in this order once the database is reachable and migrated.
  * A module adds its own here (rollup mode and lag: `checkRollups` from the rollup module).
+ * `workers` counts live worker processes by their heartbeats; `worker` checks that the harvest
+ * ticker has exactly one leader among the connected workers.
  */
-export const EXTRA_CHECKS: DoctorCheck[] = [checkWorkers, checkJobQueue, checkFeed];
+export const EXTRA_CHECKS: DoctorCheck[] = [checkWorkers, workerCheck, checkJobQueue, checkFeed];
 
 async function serverChecks(url: string): Promise<Check[]> {
   try {
@@ -128,7 +131,7 @@ async function runCheck(check: DoctorCheck, ctx: DoctorContext): Promise<Check[]
   try {
     return await check(ctx);
   } catch (error) {
-    const name = check.name.replace(/^check/, '').toLowerCase() || 'check';
+    const name = check.name.replace(/^check|Check$/g, '').toLowerCase() || 'check';
     return [{ name, ok: false, detail: `check failed: ${(error as Error).message}` }];
   }
 }

@@ -36,6 +36,8 @@ export interface PoolOptions {
   maxPoolSize?: number;
   statementTimeoutMs?: number;
   connectionTimeoutMs?: number;
+  /** Extra interceptors after the row validator (instrumentation, tests). */
+  interceptors?: Interceptor[];
 }
 
 export async function createDatabasePool(
@@ -43,7 +45,7 @@ export async function createDatabasePool(
   options: PoolOptions = {},
 ): Promise<DatabasePool> {
   return createPool(url, {
-    interceptors: [resultParser],
+    interceptors: [resultParser, ...(options.interceptors ?? [])],
     typeParsers,
     maxPoolSize: options.maxPoolSize ?? 10,
     statementTimeout: options.statementTimeoutMs ?? 30_000,
@@ -57,9 +59,9 @@ export async function createDatabasePool(
 /** A plain node-postgres pool, for COPY streams and LISTEN, which Slonik does not offer. */
 export function createPgPool(url: string, max = 4): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5_000 });
-  // An idle client losing its connection (database restart) must not crash the process.
+  // A client losing its connection (database restart) must not crash the process: the pool
+  // discards it and the next checkout reconnects.
   pool.on('error', () => {});
-  // Nor a checked-out one: its query fails and says so instead.
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }

@@ -39,6 +39,11 @@ export interface RouteSpec<
   body?: B;
   /** Media types accepted for the body; JSON unless said otherwise. */
   bodyTypes?: string[];
+  /**
+   * The handler reads the request stream itself (bulk routes with their own limits and formats):
+   * the shared body parser skips the route and `body` only documents it.
+   */
+  rawBody?: boolean;
   responses: Record<number, ResponseSpec>;
   /** Error statuses this route can answer with (each documented with the error body). */
   errors?: number[];
@@ -80,14 +85,14 @@ export function defineRoute<P extends AnyObject, Q extends AnyObject, B extends 
   return spec;
 }
 
-function issuesToDetails(location: string, error: z.ZodError): ErrorDetail[] {
+export function issuesToDetails(location: string, error: z.ZodError): ErrorDetail[] {
   return error.issues.map((issue) => ({
     path: [location, ...issue.path.map(String)].join('.'),
     message: issue.message,
   }));
 }
 
-function describeFirst(location: string, details: ErrorDetail[]): string {
+export function describeFirst(location: string, details: ErrorDetail[]): string {
   const first = details[0];
   if (!first) return `Invalid ${location}`;
   const name = first.path?.split('.').slice(1).join('.') || location;
@@ -121,9 +126,26 @@ function toRouterPath(openApiPath: string): string {
 export class RouteRegistry {
   readonly routes: RouteSpec[] = [];
 
+  private readonly rawBodyRoutes: Array<{ method: string; pattern: RegExp }> = [];
+
   add<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(spec: RouteSpec<P, Q, B>) {
     this.routes.push(spec);
+    if (spec.rawBody) {
+      const pattern = spec.path
+        .split(/\{[^}]+\}/)
+        .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('[^/]+');
+      this.rawBodyRoutes.push({
+        method: spec.method.toUpperCase(),
+        pattern: new RegExp(`^${pattern}/?$`),
+      });
+    }
     return this;
+  }
+
+  /** Whether the request goes to a route that reads its body stream itself. */
+  takesRawBody(method: string, path: string): boolean {
+    return this.rawBodyRoutes.some((r) => r.method === method && r.pattern.test(path));
   }
 
   mount(router: Router) {
@@ -134,7 +156,7 @@ export class RouteRegistry {
         let body: unknown = undefined;
         if (spec.body) {
           requireMediaType(ctx, spec.bodyTypes ?? ['application/json']);
-          body = parsePart('body', spec.body, ctx.request.body);
+          if (!spec.rawBody) body = parsePart('body', spec.body, ctx.request.body);
         }
         await spec.handler(ctx, { params, query, body });
       };

@@ -38,20 +38,22 @@ export function createHttpService(options: HttpServiceOptions) {
   app.use(requestContext(options.name, options.logger));
   app.use(errorHandler(options.logger));
   app.use(helmet());
-  app.use(
-    koaBody({
-      json: true,
-      text: true,
-      urlencoded: false,
-      multipart: false,
-      jsonLimit: options.jsonLimit ?? '1mb',
-      textLimit: options.jsonLimit ?? '1mb',
-      jsonStrict: false,
-      onError: (error) => {
-        throw error;
-      },
-    }),
-  );
+  const parseBody = koaBody({
+    json: true,
+    text: true,
+    urlencoded: false,
+    multipart: false,
+    jsonLimit: options.jsonLimit ?? '1mb',
+    textLimit: options.jsonLimit ?? '1mb',
+    jsonStrict: false,
+    onError: (error) => {
+      throw error;
+    },
+  });
+  app.use(async (ctx, next) => {
+    if (options.routes.takesRawBody(ctx.method, ctx.path)) await next();
+    else await parseBody(ctx, next);
+  });
   for (const middleware of options.middleware ?? []) app.use(middleware);
 
   mountHealthRoutes(router, readiness);

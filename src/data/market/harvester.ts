@@ -1,0 +1,75 @@
+import { counter, gauge, histogram } from '../../shared/metrics.ts';
+import type { HarvestedPrice } from '../prices/recordHarvest.ts';
+import { SourceError, type PriceRequest, type PriceSource } from './sources/index.ts';
+
+const fetchErrors = counter(
+  'harvest_source_fetch_errors_total',
+  'Price fetches that failed, by source and reason (timeout, http, rate_limited, …).',
+  ['source', 'reason'],
+);
+const lastSuccess = gauge(
+  'harvest_source_last_success_timestamp_seconds',
+  'Unix time of the last fetch that priced at least one currency, by source.',
+  ['source'],
+);
+const fetchDuration = histogram(
+  'harvest_source_fetch_duration_seconds',
+  'Time one source took to answer a harvest cycle, failures included.',
+  ['source'],
+  [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+);
+
+export interface SourceOutcome {
+  source: string;
+  priced: number;
+  error?: SourceError;
+}
+
+export interface Harvest {
+  prices: HarvestedPrice[];
+  outcomes: SourceOutcome[];
+}
+
+/**
+ * Asks every source at once and keeps, for each currency, the price of the first source (in the
+ * configured order) that has one. A failing source costs only its own prices; a currency no
+ * source prices is left out of this cycle.
+ */
+export async function harvestPrices(
+  sources: PriceSource[],
+  request: PriceRequest,
+): Promise<Harvest> {
+  const answers = await Promise.all(sources.map((source) => askSource(source, request)));
+  const chosen = new Map<string, HarvestedPrice>();
+  for (const [i, answer] of answers.entries()) {
+    const source = sources[i]!.name;
+    for (const [code, price] of answer.prices) {
+      if (!chosen.has(code)) chosen.set(code, { code, price, source });
+    }
+  }
+  return {
+    prices: [...chosen.values()],
+    outcomes: answers.map(({ outcome }) => outcome),
+  };
+}
+
+async function askSource(source: PriceSource, request: PriceRequest) {
+  const stopTimer = fetchDuration.startTimer({ source: source.name });
+  try {
+    const prices = await source.fetchPrices(request);
+    if (prices.size > 0) lastSuccess.set({ source: source.name }, Date.now() / 1000);
+    return { prices, outcome: { source: source.name, priced: prices.size } };
+  } catch (cause) {
+    const error =
+      cause instanceof SourceError
+        ? cause
+        : new SourceError(source.name, 'exchange_error', String(cause), { cause });
+    fetchErrors.inc({ source: source.name, reason: error.reason });
+    return {
+      prices: new Map<string, number>(),
+      outcome: { source: source.name, priced: 0, error },
+    };
+  } finally {
+    stopTimer();
+  }
+}

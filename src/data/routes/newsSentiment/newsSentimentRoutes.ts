@@ -1,0 +1,107 @@
+import { z } from 'zod';
+import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
+import { bearerSecurity } from '../../auth.ts';
+import { BULK_BODY_TYPES, describeBulkLimits, readBulkItems } from '../../signals/bulkBody.ts';
+import {
+  bulkOutcomeSchema,
+  successfulSchema,
+  summarise,
+  validateItems,
+  type ValidItem,
+} from '../../signals/bulkOutcome.ts';
+import { insertNewsSentiment, sentimentPerBucket } from '../../signals/newsStore.ts';
+import { assertPointCap, resolveRange } from '../../signals/readQuery.ts';
+import type { SignalRouteDeps } from '../../signals/deps.ts';
+import {
+  newsSentimentQuery,
+  newsSentimentRequestSchema,
+  sentimentBucketsSchema,
+  type NewsSentimentInput,
+} from './schema.ts';
+
+/** The first item of each article id; later ones are duplicates within the request. */
+function firstPerArticle(items: Array<ValidItem<NewsSentimentInput>>) {
+  const seen = new Map<number, NewsSentimentInput>();
+  for (const { value } of items) if (!seen.has(value.articleId)) seen.set(value.articleId, value);
+  return [...seen.values()];
+}
+
+export function registerNewsSentimentRoutes(registry: RouteRegistry, deps: SignalRouteDeps) {
+  registry.add(
+    defineRoute({
+      method: 'post',
+      path: '/data/news-sentiment/add',
+      operationId: 'addNewsSentiment',
+      summary: 'Store a news sentiment event',
+      description: 'A repeated articleId is accepted and stored once (the first version is kept).',
+      tags: ['signals'],
+      security: bearerSecurity('write'),
+      before: [deps.requireScope('write')],
+      body: newsSentimentRequestSchema,
+      responses: { 200: { description: 'Stored (or already stored)', schema: successfulSchema } },
+      errors: [401, 403, 413, 415, 503],
+      handler: async (ctx, { body }) => {
+        const stored = await insertNewsSentiment(deps.pool, [body]);
+        summarise('news_sentiment', 1, stored.size, []);
+        ctx.body = { successful: true };
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'post',
+      path: '/data/news-sentiment/add/bulk',
+      operationId: 'addNewsSentimentBulk',
+      summary: 'Store many news sentiment events in one request',
+      description:
+        'A JSON array, or NDJSON (`application/x-ndjson`, one event a line). Each item is checked ' +
+        'like the single route; invalid items are listed with their index and reasons, the others ' +
+        'are stored in one statement. Article ids already stored or repeated in the request count ' +
+        `as duplicates. ${describeBulkLimits(deps.bulk)}`,
+      tags: ['signals'],
+      security: bearerSecurity('write'),
+      before: [deps.requireScope('write')],
+      body: z.array(newsSentimentRequestSchema),
+      bodyTypes: BULK_BODY_TYPES,
+      rawBody: true,
+      responses: { 200: { description: 'Counts and rejections', schema: bulkOutcomeSchema } },
+      errors: [401, 403, 413, 415, 503],
+      handler: async (ctx) => {
+        const items = await readBulkItems(ctx, deps.bulk);
+        const { valid, rejections } = validateItems(items, newsSentimentRequestSchema);
+        const stored = await insertNewsSentiment(deps.pool, firstPerArticle(valid));
+        ctx.body = summarise('news_sentiment', items.length, stored.size, rejections);
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/data/news-sentiment',
+      operationId: 'newsSentimentPerBucket',
+      summary: 'News sentiment per time bucket',
+      description:
+        'Articles are counted in the bucket of their publishDate. Buckets are aligned to the Unix ' +
+        'epoch and stamped with their start; empty buckets are left out.',
+      tags: ['signals'],
+      security: bearerSecurity('read'),
+      before: [deps.requireScope('read')],
+      query: newsSentimentQuery,
+      responses: { 200: { description: 'Buckets, oldest first', schema: sentimentBucketsSchema } },
+      errors: [401, 403, 503],
+      handler: async (ctx, { query }) => {
+        const range = resolveRange(query);
+        assertPointCap(range, query.intervalSeconds, deps.maxPoints);
+        const rows = await sentimentPerBucket(deps.pool, {
+          ...range,
+          intervalSeconds: query.intervalSeconds,
+        });
+        ctx.body = {
+          buckets: rows.map((row) => ({ ...row, timestamp: row.timestamp.toISOString() })),
+        };
+      },
+    }),
+  );
+}

@@ -1,0 +1,53 @@
+import pg from 'pg';
+import {
+  parsePriceTick,
+  PRICE_TICKS_CHANNEL,
+  type PriceTick,
+} from '../../src/data/prices/priceEvents.ts';
+
+/** A LISTENer on the price event channel, collecting every message it hears. */
+export interface TickListener {
+  ticks: PriceTick[];
+  raw: string[];
+  /** Resolves once `count` messages have arrived (or rejects after `timeoutMs`). */
+  waitFor(count: number, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function listenToTicks(url: string): Promise<TickListener> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const ticks: PriceTick[] = [];
+  const raw: string[] = [];
+  client.on('notification', (message) => {
+    if (message.channel !== PRICE_TICKS_CHANNEL || message.payload === undefined) return;
+    raw.push(message.payload);
+    ticks.push(parsePriceTick(message.payload));
+  });
+  await client.query(`LISTEN ${PRICE_TICKS_CHANNEL}`);
+  return {
+    ticks,
+    raw,
+    async waitFor(count, timeoutMs = 5000) {
+      const until = Date.now() + timeoutMs;
+      while (raw.length < count) {
+        if (Date.now() > until) throw new Error(`heard ${raw.length} of ${count} price events`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+    close: () => client.end(),
+  };
+}
+
+/** Waits until `check` is true, polling; fails after `timeoutMs`. */
+export async function eventually(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 5000,
+  what = 'condition',
+): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
