@@ -1,11 +1,11 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../shared/config.ts';
 import { AppError } from '../shared/errors.ts';
-import { EXIT } from './exitCodes.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
 import { registerMigrateCommand } from './commands/migrate.ts';
 import { registerStartCommand } from './commands/start.ts';
 import { registerTokenCommands } from './commands/token.ts';
+import { EXIT } from './exitCodes.ts';
 
 export { EXIT };
 

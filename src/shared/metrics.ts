@@ -70,15 +70,21 @@ function existing(name: string, type: string, labelNames: readonly string[]) {
 // at start-up instead of at the first observation.
 
 /** Price rows written by bulk ingestion (HTTP bulk route, `platform backfill`), by source. */
-export const ingestRows = counter(
-  'ingest_rows_total',
-  'Price rows written by bulk ingestion, by source.',
+export const ingestRowsInserted = counter(
+  'ingest_rows_inserted_total',
+  'Price rows written by bulk ingestion (backfill, bulk HTTP route, exchange slices).',
+  ['source'],
+);
+/** Rows skipped because that currency and instant were already stored (re-runs are idempotent). */
+export const ingestRowsDuplicate = counter(
+  'ingest_rows_duplicate_total',
+  'Rows skipped by bulk ingestion because the same currency and time was already stored.',
   ['source'],
 );
 /** Rows refused by bulk ingestion (bad values, unknown codes), by source. */
-export const ingestRejectedRows = counter(
-  'ingest_rejected_rows_total',
-  'Rows refused by bulk ingestion (invalid values, unknown currencies), by source.',
+export const ingestRowsRejected = counter(
+  'ingest_rows_rejected_total',
+  'Malformed or unknown-currency rows refused by bulk ingestion.',
   ['source'],
 );
 

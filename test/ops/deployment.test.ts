@@ -346,7 +346,8 @@ describe('Grafana provisioning', () => {
     for (const metric of [
       'http_server_request_duration_seconds_count',
       'http_server_request_duration_seconds_bucket',
-      'ingest_rows_total',
+      'ingest_rows_inserted_total',
+      'ingest_rows_rejected_total',
       'worker_queue_depth',
       'worker_jobs_total',
       'rollup_lag_seconds',

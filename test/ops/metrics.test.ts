@@ -94,8 +94,9 @@ describe('HTTP metrics after real requests', () => {
     const declared = declaredMetrics((await scrape()).text);
     expect(Object.fromEntries(declared)).toMatchObject({
       http_server_request_duration_seconds: 'histogram',
-      ingest_rows_total: 'counter',
-      ingest_rejected_rows_total: 'counter',
+      ingest_rows_inserted_total: 'counter',
+      ingest_rows_duplicate_total: 'counter',
+      ingest_rows_rejected_total: 'counter',
       harvest_cycle_duration_seconds: 'histogram',
       harvest_source_last_success_timestamp_seconds: 'gauge',
       harvest_source_fetch_errors_total: 'counter',
