@@ -1,5 +1,6 @@
 import type { TaskList } from 'graphile-worker';
 import type { Runtime } from '../src/shared/runtime.ts';
+import { ingestTasks } from './ingest.ts';
 import type { RecurringTask } from '../src/worker/recurring.ts';
 import { createHarvestTask, HARVEST_TASK } from './harvestPrices.ts';
 
@@ -10,6 +11,7 @@ import { createHarvestTask, HARVEST_TASK } from './harvestPrices.ts';
 export function createTaskList(runtime: Runtime): TaskList {
   return {
     [HARVEST_TASK]: createHarvestTask(runtime),
+    ...ingestTasks(runtime),
   };
 }
 

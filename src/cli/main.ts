@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../shared/config.ts';
 import { AppError } from '../shared/errors.ts';
+import { registerBackfillCommand } from './commands/backfill.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
 import { registerMigrateCommand } from './commands/migrate.ts';
 import { registerStartCommand } from './commands/start.ts';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerStartCommand(program);
   registerMigrateCommand(program);
   registerTokenCommands(program);
+  registerBackfillCommand(program);
   registerDoctorCommand(program);
   return program;
 }

@@ -6,6 +6,7 @@ import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { createScopeGuard } from './auth.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
+import { registerPriceBulkRoutes } from './routes/prices/bulkRoutes.ts';
 import { registerNewsSentimentRoutes } from './routes/newsSentiment/newsSentimentRoutes.ts';
 import { registerPredictionRoutes } from './routes/predictions/predictionRoutes.ts';
 import { registerTrainingSessionRoutes } from './routes/trainingSessions/trainingSessionRoutes.ts';
@@ -26,6 +27,14 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
     },
   };
   registerCurrencyRoutes(registry, deps);
+  registerPriceBulkRoutes(registry, {
+    pgPool: runtime.pgPool,
+    requireScope,
+    limits: {
+      maxItems: runtime.config.PRICE_BULK_MAX_ITEMS,
+      maxBytes: runtime.config.PRICE_BULK_MAX_BYTES,
+    },
+  });
   registerNewsSentimentRoutes(registry, deps);
   registerPredictionRoutes(registry, deps);
   registerTrainingSessionRoutes(registry, deps);

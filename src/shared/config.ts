@@ -85,7 +85,7 @@ export const configSchema = z.object({
   BINANCE_API_URL: z
     .url()
     .default('https://api.binance.com')
-    .describe('Base URL of the Binance spot API (ticker prices).'),
+    .describe('Base URL of the Binance spot API (ticker prices; klines for `backfill --source`).'),
   KRAKEN_API_URL: z
     .url()
     .default('https://api.kraken.com')
@@ -103,6 +103,27 @@ export const configSchema = z.object({
     .min(1)
     .default(50000)
     .describe('Most points one history answer may hold; larger requests go to the export route.'),
+  BACKFILL_HTTP_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(300_000)
+    .default(15_000)
+    .describe('Time-out of one exchange request during `platform backfill --source`.'),
+  PRICE_BULK_MAX_ITEMS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .default(100_000)
+    .describe('Most candles or ticks one POST /data/prices/bulk request may hold.'),
+  PRICE_BULK_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024 * 1024)
+    .default(16 * 1024 * 1024)
+    .describe('Largest body, in bytes, of one POST /data/prices/bulk request.'),
   SIGNAL_BULK_MAX_ITEMS: z.coerce
     .number()
     .int()

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { sql, type CommonQueryMethods } from 'slonik';
 
 export interface TouchedRange {
@@ -26,4 +27,25 @@ export async function markTouchedRanges(
     INSERT INTO price_invalidations (currency_code, range_start, range_end)
     SELECT code, "from", "to" FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS x(code text, "from" timestamptz, "to" timestamptz)
   `);
+}
+
+/**
+ * The same mark, on a raw node-postgres client: bulk loads run their COPY and merge on one, and
+ * the mark must share that transaction.
+ */
+export async function markTouchedRangesOnClient(
+  client: pg.ClientBase,
+  ranges: TouchedRange[],
+): Promise<void> {
+  if (ranges.length === 0) return;
+  const rows = ranges.map((r) => ({
+    code: r.code,
+    from: r.from.toISOString(),
+    to: r.to.toISOString(),
+  }));
+  await client.query(
+    `INSERT INTO price_invalidations (currency_code, range_start, range_end)
+     SELECT code, "from", "to" FROM jsonb_to_recordset($1::jsonb) AS x(code text, "from" timestamptz, "to" timestamptz)`,
+    [JSON.stringify(rows)],
+  );
 }

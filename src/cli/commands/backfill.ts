@@ -1,0 +1,287 @@
+import { Option, type Command } from 'commander';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { shippedCurrencies, upsertCurrencies } from '../../data/currencies/catalog.ts';
+import { dedicatedConnection } from '../../data/ingest/connection.ts';
+import { BinanceKlineClient } from '../../data/ingest/exchange/binanceKlines.ts';
+import {
+  EXCHANGE_SOURCES,
+  exchangeSymbol,
+  expectedCandles,
+  importExchangeSlice,
+  INTERVALS,
+  planSlices,
+  type ExchangeSource,
+} from '../../data/ingest/exchange/exchangeBackfill.ts';
+import { expandInputs, planFile, type PlannedFile } from '../../data/ingest/files.ts';
+import { importFile } from '../../data/ingest/importFile.ts';
+import { enqueueFileJobs, enqueueSliceJobs } from '../../data/ingest/jobs.ts';
+import {
+  formatSummary,
+  SummaryCollector,
+  type BackfillSummary,
+} from '../../data/ingest/summary.ts';
+import { parseIsoMicros } from '../../data/ingest/timeParsing.ts';
+import type { Config } from '../../shared/config.ts';
+import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
+import { migrate } from '../../shared/db/migrate.ts';
+import { createDatabasePool } from '../../shared/db/pool.ts';
+import { createLogger } from '../../shared/logger.ts';
+import { configFromCommand, printJson } from '../context.ts';
+import { createProgress } from '../progress.ts';
+
+interface BackfillOptions {
+  strict?: boolean;
+  force?: boolean;
+  enqueue?: boolean;
+  json?: boolean;
+  code?: string;
+  source?: ExchangeSource;
+  from?: string;
+  to?: string;
+  interval: string;
+  quote: string;
+}
+
+export function registerBackfillCommand(program: Command) {
+  program
+    .command('backfill')
+    .description(
+      'Bulk-load price history from files (Binance kline .zip/.csv, generic CSV, NDJSON) or from an exchange API. Idempotent: completed files and slices are skipped, stored rows win over loaded ones.',
+    )
+    .argument('[paths...]', 'files or directories (walked recursively)')
+    .option('--strict', 'reject a whole file (write nothing of it) when any row is malformed')
+    .option('--force', 'load files and slices again even if recorded as loaded')
+    .option(
+      '--enqueue',
+      'hand each file or time slice to the worker as a job instead of loading here',
+    )
+    .option('--code <code>', 'currency: for --source, or for files without a code column')
+    .addOption(
+      new Option('--source <exchange>', 'backfill from an exchange API').choices(EXCHANGE_SOURCES),
+    )
+    .option('--from <time>', 'with --source: start (ISO 8601, UTC unless a zone is given)')
+    .option('--to <time>', 'with --source: end, exclusive (ISO 8601)')
+    .addOption(
+      new Option('--interval <interval>', 'with --source: candle size')
+        .choices(INTERVALS)
+        .default('1m'),
+    )
+    .option('--quote <asset>', 'with --source: quote asset of the pair', 'USDT')
+    .option('--json', 'print the summary as JSON')
+    .addHelpText(
+      'after',
+      `
+Exit code 1 when a file or slice failed or rows were rejected, 2 for usage errors.
+
+Examples:
+  $ platform backfill ./history/BTCUSDT-1m-2025-01.zip
+  $ platform backfill ./history --strict --json
+  $ platform backfill ./history --enqueue
+  $ platform backfill --source binance --code BTC --from 2025-01-01 --to 2025-02-01 --interval 1h`,
+    )
+    .action(async (paths: string[], options: BackfillOptions, command: Command) => {
+      const usage = (message: string) => command.error(`error: ${message}`, { exitCode: 2 });
+      if (options.source) {
+        if (paths.length > 0) usage('give either paths or --source, not both');
+        if (!options.code || !options.from || !options.to) {
+          usage('--source needs --code, --from and --to');
+        }
+      } else if (paths.length === 0) {
+        usage('give files or directories to load, or --source with --code, --from and --to');
+      }
+      const config = configFromCommand(command);
+      await prepareDatabase(config);
+      const summary = options.source
+        ? await backfillFromExchange(config, options, usage)
+        : await backfillFiles(config, paths, options);
+      if (!summary) return;
+      if (options.json) printJson(summary);
+      else process.stdout.write(formatSummary(summary, options.source ? 'slice' : 'file'));
+      if (summary.failed > 0 || summary.rejectedUnits > 0) process.exitCode = 1;
+    });
+}
+
+/** A fresh database works too: created, migrated, and given the shipped currency list. */
+async function prepareDatabase(config: Config) {
+  const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
+  await ensureDatabase(config.DATABASE_URL);
+  await migrate(config.DATABASE_URL, logger);
+  const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
+  try {
+    const count = await pool.oneFirst(
+      sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM currencies`,
+    );
+    if (count === 0)
+      await upsertCurrencies(
+        pool,
+        shippedCurrencies().map((c, i) => ({ ...c, rank: i + 1 })),
+      );
+  } finally {
+    await pool.end();
+  }
+}
+
+async function withPool<T>(
+  config: Config,
+  work: (pool: Awaited<ReturnType<typeof createDatabasePool>>) => Promise<T>,
+) {
+  const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
+  try {
+    return await work(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+async function backfillFiles(
+  config: Config,
+  paths: string[],
+  options: BackfillOptions,
+): Promise<BackfillSummary | null> {
+  const collector = new SummaryCollector();
+  const { files, missing } = await expandInputs(paths);
+  for (const path of missing) {
+    collector.add({
+      label: path,
+      status: 'failed',
+      read: 0,
+      inserted: 0,
+      duplicates: 0,
+      rejected: 0,
+      rejections: [],
+      error: 'no such file or directory',
+    });
+  }
+  const plans: PlannedFile[] = [];
+  for (const path of files) {
+    try {
+      plans.push(await planFile(path));
+    } catch (error) {
+      collector.add({
+        label: path,
+        status: 'failed',
+        read: 0,
+        inserted: 0,
+        duplicates: 0,
+        rejected: 0,
+        rejections: [],
+        error: (error as Error).message,
+      });
+    }
+  }
+
+  if (options.enqueue) {
+    const count = await withPool(config, (pool) =>
+      enqueueFileJobs(pool, plans, {
+        strict: !!options.strict,
+        force: !!options.force,
+        ...(options.code ? { code: options.code } : {}),
+      }),
+    );
+    reportEnqueued(count, 'file', options.json);
+    const summary = collector.result();
+    if (summary.failed > 0) {
+      process.stdout.write(formatSummary(summary));
+      process.exitCode = 1;
+    }
+    return null;
+  }
+
+  const total = plans.reduce((sum, p) => sum + p.progressBytes, 0);
+  const progress = createProgress(total, { quiet: !!options.json });
+  const connect = dedicatedConnection(config.DATABASE_URL);
+  try {
+    for (const plan of plans) {
+      let reported = 0;
+      const result = await importFile(connect, plan, {
+        strict: !!options.strict,
+        force: !!options.force,
+        ...(options.code ? { code: options.code } : {}),
+        onProgress: (rows, bytes) => {
+          reported += bytes;
+          progress.advance(bytes, rows);
+        },
+      });
+      // Skipped and failed files report no bytes: account for them so the ETA stays honest.
+      progress.advance(plan.progressBytes - reported, 0);
+      collector.add(result);
+    }
+  } finally {
+    progress.stop();
+  }
+  return collector.result();
+}
+
+async function backfillFromExchange(
+  config: Config,
+  options: BackfillOptions,
+  usage: (message: string) => never,
+): Promise<BackfillSummary | null> {
+  const from = parseTimeOption(options.from ?? '', '--from', usage);
+  const to = parseTimeOption(options.to ?? '', '--to', usage);
+  if (from >= to) usage('--from must be before --to');
+  const code = (options.code ?? '').toUpperCase();
+  if (!/^[A-Z0-9]{1,15}$/.test(code)) usage('--code must be 1 to 15 letters or digits');
+  const slices = planSlices({
+    code,
+    symbol: exchangeSymbol(code, options.quote),
+    interval: options.interval,
+    from: new Date(from),
+    to: new Date(to),
+    source: options.source ?? 'binance',
+  });
+
+  if (options.enqueue) {
+    const count = await withPool(config, (pool) =>
+      enqueueSliceJobs(pool, slices, { force: !!options.force }),
+    );
+    reportEnqueued(count, 'slice', options.json);
+    return null;
+  }
+
+  const client = new BinanceKlineClient({
+    baseUrl: config.BINANCE_API_URL,
+    timeoutMs: config.BACKFILL_HTTP_TIMEOUT_MS,
+    onWait: (reason, ms) => {
+      if (ms >= 1000)
+        process.stderr.write(`backfill: waiting ${Math.ceil(ms / 1000)} s (${reason})\n`);
+    },
+  });
+  const total = slices.reduce((sum, s) => sum + expectedCandles(s), 0);
+  const progress = createProgress(total, { quiet: !!options.json });
+  const collector = new SummaryCollector();
+  const connect = dedicatedConnection(config.DATABASE_URL);
+  try {
+    for (const slice of slices) {
+      let rows = 0;
+      const result = await importExchangeSlice(connect, client, slice, {
+        force: !!options.force,
+        onProgress: (work) => progress.advance(work, 0),
+      });
+      rows = result.read;
+      progress.advance(0, rows);
+      collector.add(result);
+    }
+  } catch (error) {
+    progress.stop();
+    // The slices done so far are stored and recorded; a rerun resumes after them.
+    process.stdout.write(formatSummary(collector.result(), 'slice'));
+    throw error;
+  }
+  progress.stop();
+  return collector.result();
+}
+
+function parseTimeOption(text: string, name: string, usage: (message: string) => never): number {
+  const micros = parseIsoMicros(text.trim());
+  if (micros === null) usage(`${name} must be an ISO 8601 date or time, e.g. 2024-01-01`);
+  return Math.floor(micros / 1000);
+}
+
+function reportEnqueued(count: number, unit: string, json?: boolean) {
+  if (json) return printJson({ enqueued: count });
+  process.stdout.write(
+    `enqueued ${count} ${unit} job${count === 1 ? '' : 's'}; workers (platform start --role worker) load them, each once\n`,
+  );
+}

@@ -1,0 +1,35 @@
+import type { Candle } from './types.ts';
+
+const DAY_US = 86_400_000_000;
+
+/** Latest candle time accepted: a day of clock skew past now; later times are wrong units or typos. */
+export function latestAcceptedMicros(now = Date.now()): number {
+  return now * 1000 + DAY_US;
+}
+
+/**
+ * Why a parsed candle cannot be stored, or null when it can. Stricter than the table's CHECK (it
+ * also wants open and close inside [low, high]) because a candle breaking that is a column mix-up
+ * in the input, and storing it would corrupt every rollup built on it.
+ */
+export function candleProblem(c: Candle, latestMicros: number): string | null {
+  if (!Number.isFinite(c.timeUs) || c.timeUs < 0) return 'time is before 1970';
+  if (c.timeUs > latestMicros) return 'time is in the future';
+  if (!(c.open > 0 && c.high > 0 && c.low > 0 && c.close > 0)) {
+    return 'prices must be positive numbers';
+  }
+  if (!Number.isFinite(c.open + c.high + c.low + c.close)) return 'prices must be finite';
+  if (!(c.volume >= 0) || !Number.isFinite(c.volume)) return 'volume must be a number ≥ 0';
+  if (c.high < c.low) return 'high is below low';
+  if (c.open > c.high || c.close > c.high) return 'open or close is above high';
+  if (c.open < c.low || c.close < c.low) return 'open or close is below low';
+  return null;
+}
+
+/** Parses a numeric field strictly ('' and '12abc' are not numbers). */
+export function toNumber(text: string | number | undefined | null): number {
+  if (typeof text === 'number') return text;
+  if (text === undefined || text === null) return Number.NaN;
+  const trimmed = text.trim();
+  return trimmed === '' ? Number.NaN : Number(trimmed);
+}

@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { generateCurrencies } from '../../src/data/currencies/generator.ts';
+import { pendingIngestJobs } from '../../src/data/ingest/jobs.ts';
+import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { FakeBinance } from './fakeBinance.ts';
+import { binanceLines, tempDir, writeZip } from './fixtures.ts';
+
+const run = promisify(execFile);
+// Each case starts the real command (a Node process) once or more; on a busy machine that is slow.
+jest.setTimeout(120_000);
+let runtime: TestRuntime;
+let files: Awaited<ReturnType<typeof tempDir>>;
+let fake: FakeBinance;
+
+beforeAll(async () => {
+  runtime = await createTestRuntime();
+  await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
+  files = await tempDir();
+  fake = await new FakeBinance().start();
+});
+
+afterAll(async () => {
+  await fake.stop();
+  await files.remove();
+  await runtime.dispose();
+});
+
+/** Runs `platform backfill …` as a user would; resolves with the exit code and output. */
+async function backfill(...args: string[]) {
+  try {
+    const { stdout, stderr } = await run(
+      join(process.cwd(), 'node_modules', '.bin', 'node'),
+      [join(process.cwd(), 'bin', 'platform.mjs'), 'backfill', ...args],
+      {
+        env: {
+          ...process.env,
+          DATABASE_URL: runtime.config.DATABASE_URL,
+          BINANCE_API_URL: fake.url,
+          LOG_LEVEL: 'warn',
+        },
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const countOf = (code: string) =>
+  runtime.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM price_observations WHERE currency_code = ${code}`);
+
+describe('platform backfill', () => {
+  test('loads a directory and prints the summary with rejected rows as file:line', async () => {
+    await writeZip(join(files.dir, 'BTCUSDT-1m-2024-03.zip'), {
+      'BTCUSDT-1m-2024-03.csv': binanceLines(Date.UTC(2024, 2, 1), 100).join('\n'),
+    });
+    const bad = await files.file(
+      'ticks.csv',
+      'time,code,price\n2024-03-01T00:00:00Z,ETH,3400\n2024-03-01T00:01:00Z,ETH,x\n',
+    );
+    const first = await backfill(files.dir);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/2 files \(2 loaded\)/);
+    expect(first.stdout).toMatch(/inserted\s+101/);
+    expect(first.stdout).toContain(`${bad}:3  price is not a number`);
+    expect(await countOf('BTC')).toBe(100);
+
+    const again = await backfill(files.dir, '--json');
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ units: 2, skipped: 2, inserted: 0, read: 0 });
+  });
+
+  test('--strict exits 1 and writes nothing of a file with a malformed row', async () => {
+    const path = await files.file(
+      'strict/ticks.csv',
+      'time,code,price\n2024-04-01T00:00:00Z,SOL,150\n2024-04-01T00:01:00Z,SOL,-1\n',
+    );
+    const result = await backfill(path, '--strict', '--json');
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toMatchObject({ rejectedUnits: 1, inserted: 0, rejected: 1 });
+    expect(await countOf('SOL')).toBe(0);
+  });
+
+  test('usage errors exit 2', async () => {
+    expect((await backfill()).code).toBe(2);
+    expect((await backfill('--source', 'binance', '--code', 'BTC')).code).toBe(2);
+    expect(
+      (
+        await backfill(
+          '--source',
+          'binance',
+          '--code',
+          'BTC',
+          '--from',
+          'soon',
+          '--to',
+          '2024-01-02',
+        )
+      ).code,
+    ).toBe(2);
+    expect(
+      (
+        await backfill(
+          '--source',
+          'nowhere',
+          '--code',
+          'BTC',
+          '--from',
+          '2024-01-01',
+          '--to',
+          '2024-01-02',
+        )
+      ).code,
+    ).toBe(2);
+  });
+
+  test('--source binance pages the exchange API into the table', async () => {
+    const result = await backfill(
+      '--source',
+      'binance',
+      '--code',
+      'XRP',
+      '--from',
+      '2023-01-01',
+      '--to',
+      '2023-01-02T12:00',
+      '--json',
+    );
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ units: 2, loaded: 2, inserted: 2160 });
+    expect(await countOf('XRP')).toBe(2160);
+  });
+
+  test('--enqueue queues one job per file and loads nothing itself', async () => {
+    const path = await files.file(
+      'queued/ada.csv',
+      'time,code,price\n2024-05-01T00:00:00Z,ADA,0.5\n',
+    );
+    const result = await backfill(path, '--enqueue');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/enqueued 1 file job/);
+    expect(await pendingIngestJobs(runtime.pool)).toBe(1);
+    expect(await countOf('ADA')).toBe(0);
+  });
+});
