@@ -209,7 +209,39 @@ export const configSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .url()
     .optional()
-    .describe('OTLP/HTTP endpoint; traces are exported only when set.'),
+    .describe(
+      'OTLP/HTTP base URL (e.g. http://collector:4318); traces go to <url>/v1/traces. ' +
+        'Unset: no tracing at all.',
+    ),
+  OTEL_SERVICE_NAME: z
+    .string()
+    .min(1)
+    .default('market-data-platform')
+    .describe('service.name of exported traces (give each role its own in a deployment).'),
+  WORKER_METRICS_PORT: port
+    .default(9464)
+    .describe(
+      'Port of the health and /metrics listener of a process that serves no HTTP of its own ' +
+        '(a worker started with --role worker).',
+    ),
+  SHUTDOWN_DRAIN_SECONDS: z.coerce
+    .number()
+    .min(0)
+    .max(300)
+    .default(0)
+    .describe(
+      'On SIGTERM, seconds readiness answers 503 while the process still serves, so load ' +
+        'balancers stop routing to it (set to about their probe interval; 0 locally).',
+    ),
+  SHUTDOWN_GRACE_SECONDS: z.coerce
+    .number()
+    .min(0)
+    .max(3600)
+    .default(10)
+    .describe(
+      'On SIGTERM, how long in-flight requests and jobs may take to finish before connections ' +
+        "are cut; keep drain + grace below the orchestrator's kill timeout.",
+    ),
 });
 
 export type Config = z.infer<typeof configSchema>;

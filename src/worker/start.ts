@@ -2,8 +2,10 @@ import { parseCrontab, run, type Runner, type TaskList } from 'graphile-worker';
 import { createTaskList, crontab, recurringTasks } from '../../workers/index.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
+import { instrumentTaskList } from './instrumentation.ts';
 import { workerLogger } from './logger.ts';
 import { startRecurringTickers } from './recurring.ts';
+import { poolTracker, withBoundedStop } from './shutdown.ts';
 import type { Ticker } from './ticker.ts';
 
 export interface WorkerOptions {
@@ -16,15 +18,25 @@ export async function startWorkerRunner(
   runtime: Runtime,
   options: WorkerOptions = {},
 ): Promise<Runner> {
-  return run({
+  const graceMs = runtime.config.SHUTDOWN_GRACE_SECONDS * 1000;
+  const tracker = poolTracker();
+  const runner = await run({
     pgPool: runtime.pgPool,
-    taskList: options.taskList ?? createTaskList(runtime),
+    taskList: instrumentTaskList(options.taskList ?? createTaskList(runtime)),
     // Always explicit, so graphile-worker never looks for a crontab file in the working directory.
     parsedCronItems: parseCrontab(options.taskList ? '' : crontab.join('\n')),
     concurrency: options.concurrency ?? 4,
     noHandleSignals: true,
     logger: workerLogger(runtime.logger),
+    // Jobs see helpers.abortSignal fire when the shutdown grace is over.
+    gracefulShutdownAbortTimeout: graceMs,
+    events: tracker.events,
+    // Batched (even with no delay), completions and failures are flushed before stop()
+    // resolves; unbatched, graphile-worker does not wait for them and they could reach a
+    // pool the shutdown has already closed.
+    preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
   });
+  return withBoundedStop(runner, tracker.pool, graceMs, runtime.logger);
 }
 
 export interface Worker {
