@@ -13,6 +13,8 @@ export const MARKET_SOURCE_NAMES = ['simulated', 'coinbase', 'binance', 'kraken'
 export type MarketSourceName = (typeof MARKET_SOURCE_NAMES)[number];
 
 const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().min(1);
+const positiveNumber = z.coerce.number().positive();
 
 const cidrList = z
   .string()
@@ -140,10 +142,66 @@ export const configSchema = z.object({
     .max(1024 * 1024 * 1024)
     .default(10 * 1024 * 1024)
     .describe('Largest body, in bytes, of one bulk request of signal inputs.'),
+  NODE_ENV: z.string().default('development').describe('production makes SESSION_KEYS mandatory.'),
   SESSION_KEYS: z
     .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((key) => key.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().min(32, 'each session key needs at least 32 characters')).min(1))
     .optional()
-    .describe('Comma-separated secrets signing session cookies (newest first).'),
+    .describe(
+      'Comma-separated secrets signing session cookies, newest first (random per start when unset).',
+    ),
+  SESSION_IDLE_MINUTES: positiveNumber
+    .default(30)
+    .describe('A session unused this long is over (minutes, fractions allowed).'),
+  SESSION_ABSOLUTE_HOURS: positiveNumber
+    .default(12)
+    .describe('A session is over this long after sign-in, used or not (hours).'),
+  API_TRUST_PROXY: booleanFromEnv
+    .default(false)
+    .describe('Trust X-Forwarded-For/-Proto from a reverse proxy in front of the API.'),
+  API_ALLOWED_ORIGINS: z
+    .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((origin) => origin.trim().replace(/\/$/, ''))
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.url()))
+    .default([])
+    .describe(
+      'Comma-separated origins (scheme://host[:port]) of web clients served from elsewhere that may ' +
+        'call the API with the session cookie.',
+    ),
+  LOGIN_MAX_FAILURES_PER_ACCOUNT: positiveInt
+    .default(10)
+    .describe('Failed logins for one account within LOGIN_ACCOUNT_WINDOW_MINUTES before 429.'),
+  LOGIN_ACCOUNT_WINDOW_MINUTES: positiveInt.default(15).describe('Window of the account limit.'),
+  LOGIN_MAX_FAILURES_PER_ADDRESS: positiveInt
+    .default(100)
+    .describe('Failed logins from one client address within LOGIN_ADDRESS_WINDOW_MINUTES.'),
+  LOGIN_ADDRESS_WINDOW_MINUTES: positiveInt.default(60).describe('Window of the address limit.'),
+  UPLOAD_MAX_BYTES: positiveInt
+    .default(5 * 1024 * 1024)
+    .describe('Largest profile picture accepted, in bytes.'),
+  UPLOAD_MAX_PIXELS: positiveInt
+    .default(25_000_000)
+    .describe('Largest profile picture accepted, in pixels (width × height).'),
+  DATA_TIMEOUT_MS: positiveInt
+    .default(5000)
+    .describe('Time-out of one API call to the data module (ms).'),
+  DATA_CACHE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(2000)
+    .describe('How long the API reuses a snapshot of current prices (ms).'),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')

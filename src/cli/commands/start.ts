@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { sql } from 'slonik';
+import { startApiRole } from '../../api/start.ts';
 import { startDataRole } from '../../data/start.ts';
 import { startWorkerRole } from '../../worker/start.ts';
 import { createToken, revokeToken } from '../../data/tokens/tokenStore.ts';
@@ -12,11 +13,23 @@ import type { RoleHandle } from '../../shared/roles.ts';
 import { createRuntime, type Runtime } from '../../shared/runtime.ts';
 import { configFromCommand } from '../context.ts';
 
-type RoleStarter = (runtime: Runtime) => Promise<RoleHandle>;
+/** What the start command hands every role besides the runtime. */
+export interface RoleOptions {
+  /** `docs`: the API serves its reference without market data. */
+  profile: 'default' | 'docs';
+  /** The data token for the API: DATA_TOKEN, or one made here when the data role runs too. */
+  dataToken?: string;
+  /** Where the data role of this process listens, once it does (the API's default DATA_URL). */
+  dataUrl?: string;
+}
 
-// Each process role the platform can run; `all` runs every one of them in this process.
+type RoleStarter = (runtime: Runtime, options: RoleOptions) => Promise<RoleHandle>;
+
+// Each process role the platform can run; `all` runs every one of them in this process, in
+// this order (the API after the data module it calls).
 export const ROLES: Record<string, RoleStarter> = {
   data: startDataRole,
+  api: startApiRole,
   worker: startWorkerRole,
 };
 
@@ -31,15 +44,23 @@ export function registerStartCommand(program: Command) {
         .choices(['all', ...Object.keys(ROLES)])
         .default('all'),
     )
-    .action(async (options: { role: string }, command: Command) => {
-      const config = configFromCommand(command);
-      const logger = createLogger(config.LOG_LEVEL);
-      await startPlatform(
-        config,
-        logger,
-        options.role === 'all' ? Object.keys(ROLES) : [options.role],
-      );
-    });
+    .addOption(
+      new Option('--profile <profile>', 'docs: the API serves its reference without market data')
+        .choices(['default', 'docs'])
+        .default('default'),
+    )
+    .action(
+      async (options: { role: string; profile: RoleOptions['profile'] }, command: Command) => {
+        const config = configFromCommand(command);
+        const logger = createLogger(config.LOG_LEVEL);
+        await startPlatform(
+          config,
+          logger,
+          options.role === 'all' ? Object.keys(ROLES) : [options.role],
+          options.profile,
+        );
+      },
+    );
 }
 
 export async function ensureTimescale(config: Config, logger: Logger) {
@@ -55,7 +76,12 @@ export async function ensureTimescale(config: Config, logger: Logger) {
   }
 }
 
-export async function startPlatform(config: Config, logger: Logger, roles: string[]) {
+export async function startPlatform(
+  config: Config,
+  logger: Logger,
+  roles: string[],
+  profile: RoleOptions['profile'] = 'default',
+) {
   await ensureTimescale(config, logger);
   await ensureDatabase(config.DATABASE_URL);
   const { applied } = await migrate(config.DATABASE_URL, logger);
@@ -64,20 +90,31 @@ export async function startPlatform(config: Config, logger: Logger, roles: strin
   const runtime = await createRuntime(config, logger);
   const handles: RoleHandle[] = [];
   installShutdown(handles, runtime, logger);
+  // Without DATA_TOKEN, a data role in this process gets a fresh local token, which the API
+  // role uses to call it and the person at the terminal gets to try it.
+  const localToken =
+    roles.includes('data') && !config.DATA_TOKEN ? await createLocalToken(runtime) : undefined;
+  const options: RoleOptions = { profile, dataToken: config.DATA_TOKEN ?? localToken };
   for (const role of roles) {
     const starter = ROLES[role];
     if (!starter) throw new Error(`unknown role '${role}'`);
-    handles.push(await starter(runtime));
+    const handle = await starter(runtime, options);
+    if (handle.name === 'data' && !config.DATA_URL) options.dataUrl = handle.url;
+    handles.push(handle);
   }
-  await announce(runtime, handles);
+  await announce(runtime, handles, localToken);
+}
+
+async function createLocalToken(runtime: Runtime): Promise<string> {
+  await revokeToken(runtime.pool, LOCAL_TOKEN_NAME).catch(() => {});
+  const { token } = await createToken(runtime.pool, LOCAL_TOKEN_NAME, ['read', 'write']);
+  return token;
 }
 
 /** Tells the person at the terminal where things listen and hands them a working token. */
-async function announce(runtime: Runtime, handles: RoleHandle[]) {
+async function announce(runtime: Runtime, handles: RoleHandle[], token: string | undefined) {
   const lines = handles.filter((h) => h.url).map((h) => `  ${h.name.padEnd(6)} ${h.url}`);
-  if (handles.some((h) => h.name === 'data') && !runtime.config.DATA_TOKEN) {
-    await revokeToken(runtime.pool, LOCAL_TOKEN_NAME).catch(() => {});
-    const { token } = await createToken(runtime.pool, LOCAL_TOKEN_NAME, ['read', 'write']);
+  if (token) {
     const dataUrl = handles.find((h) => h.name === 'data')?.url;
     lines.push(
       '',

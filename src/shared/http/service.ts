@@ -18,8 +18,11 @@ export interface HttpServiceOptions {
   readiness?: Readiness;
   /** Largest JSON/text body accepted, e.g. '1mb'. */
   jsonLimit?: string;
-  /** Middleware placed after the common stack and before the routes (sessions, CSRF, …). */
-  middleware?: Koa.Middleware[];
+  /**
+   * Middleware placed after the common stack and before the routes (sessions, CSRF, …); a
+   * function receives the app first, for middleware that must configure it (koa-session).
+   */
+  middleware?: Koa.Middleware[] | ((app: Koa) => Koa.Middleware[]);
   /** Extra routes mounted beside the declared ones (static assets, …). */
   extend?: (router: Router) => void;
   /** Trust X-Forwarded-* headers (behind a reverse proxy). */
@@ -54,7 +57,9 @@ export function createHttpService(options: HttpServiceOptions) {
     if (options.routes.takesRawBody(ctx.method, ctx.path)) await next();
     else await parseBody(ctx, next);
   });
-  for (const middleware of options.middleware ?? []) app.use(middleware);
+  const middleware =
+    typeof options.middleware === 'function' ? options.middleware(app) : options.middleware;
+  for (const each of middleware ?? []) app.use(each);
 
   mountHealthRoutes(router, readiness);
   router.get('/metrics', async (ctx) => {
