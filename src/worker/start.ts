@@ -3,6 +3,7 @@ import { createTaskList, crontab, recurringTasks } from '../../workers/index.ts'
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { workerLogger } from './logger.ts';
+import { startWorkerPresence } from './presence.ts';
 import { startRecurringTickers } from './recurring.ts';
 import type { Ticker } from './ticker.ts';
 
@@ -11,20 +12,48 @@ export interface WorkerOptions {
   taskList?: TaskList;
 }
 
-/** Starts a graphile-worker runner on the runtime's pg pool; several may run on one database. */
+/**
+ * Starts a graphile-worker runner on the runtime's pg pool; several may run on one database. Jobs
+ * left locked by workers that died are released at start-up (see presence.ts).
+ */
 export async function startWorkerRunner(
   runtime: Runtime,
   options: WorkerOptions = {},
 ): Promise<Runner> {
-  return run({
-    pgPool: runtime.pgPool,
-    taskList: options.taskList ?? createTaskList(runtime),
-    // Always explicit, so graphile-worker never looks for a crontab file in the working directory.
-    parsedCronItems: parseCrontab(options.taskList ? '' : crontab.join('\n')),
-    concurrency: options.concurrency ?? 4,
-    noHandleSignals: true,
-    logger: workerLogger(runtime.logger),
+  const presence = await startWorkerPresence({
+    connectionString: runtime.config.DATABASE_URL,
+    logger: runtime.logger,
   });
+  let runner: Runner;
+  try {
+    runner = await run({
+      pgPool: runtime.pgPool,
+      taskList: options.taskList ?? createTaskList(runtime),
+      // Always explicit, so graphile-worker never looks for a crontab file in the working directory.
+      parsedCronItems: parseCrontab(options.taskList ? '' : crontab.join('\n')),
+      concurrency: options.concurrency ?? 4,
+      noHandleSignals: true,
+      logger: workerLogger(runtime.logger),
+      events: presence.events,
+    });
+  } catch (error) {
+    await presence.stop();
+    throw error;
+  }
+  await presence.sweep().catch((error: unknown) => {
+    runtime.logger.warn({ err: error }, 'could not release jobs of departed workers');
+  });
+  // However the runner ends (stop, fatal error), the presence connection closes with it.
+  void runner.promise.finally(() => presence.stop()).catch(() => {});
+  const stopRunner = runner.stop.bind(runner);
+  runner.stop = async (reason?: string) => {
+    try {
+      await stopRunner(reason);
+    } finally {
+      await presence.stop();
+    }
+  };
+  return runner;
 }
 
 export interface Worker {
