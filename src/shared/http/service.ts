@@ -57,13 +57,15 @@ export function createHttpService(options: HttpServiceOptions) {
       throw error;
     },
   });
+  const middleware =
+    typeof options.middleware === 'function' ? options.middleware(app) : options.middleware;
+  for (const each of middleware ?? []) app.use(each);
+  // Bodies are read after the service's middleware (sessions, cross-site defence): a request
+  // refused there is refused before its body is read, and body errors see the session.
   app.use(async (ctx, next) => {
     if (options.routes.takesRawBody(ctx.method, ctx.path)) await next();
     else await parseBody(ctx, next);
   });
-  const middleware =
-    typeof options.middleware === 'function' ? options.middleware(app) : options.middleware;
-  for (const each of middleware ?? []) app.use(each);
 
   mountHealthRoutes(router, readiness);
   router.get('/metrics', async (ctx) => {
