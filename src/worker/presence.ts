@@ -132,7 +132,7 @@ export async function startWorkerPresence(options: WorkerPresenceOptions): Promi
 
   const sweepSafely = () =>
     sweep().catch((error: unknown) => log.debug({ err: error }, 'presence sweep failed'));
-  const timer = setInterval(sweepSafely, options.sweepIntervalMs ?? 10_000);
+  const timer = setInterval(() => void sweepSafely(), options.sweepIntervalMs ?? 10_000);
   timer.unref();
 
   return {
