@@ -192,7 +192,7 @@ function requestArbitrary(operation: Operation): fc.Arbitrary<FuzzRequest> {
         const placed =
           encodeChoice === 0
             ? value.replaceAll('?', '%3F').replaceAll('#', '%23')
-            : encodeURIComponent(value);
+            : encodeURIComponent(value.toWellFormed()); // (a lone surrogate cannot be encoded)
         path = path.replace(`{${p.name}}`, placed);
       });
       return path;
