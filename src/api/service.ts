@@ -85,6 +85,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     routes: registry,
     readiness,
     jsonLimit: '100kb',
+    requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     proxy: config.API_TRUST_PROXY,
     middleware: (app) => [
       authorizeErrorShape,

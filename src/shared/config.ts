@@ -202,6 +202,19 @@ export const configSchema = z.object({
     .min(0)
     .default(2000)
     .describe('How long the API reuses a snapshot of current prices (ms).'),
+  DATABASE_STATEMENT_TIMEOUT_MS: positiveInt
+    .default(30_000)
+    .describe(
+      'Longest SQL statement (ms): the server cancels it, and the client gives up on its connection 1 s later (a database that stopped answering).',
+    ),
+  DATABASE_CONNECT_TIMEOUT_MS: positiveInt
+    .default(5000)
+    .describe('Longest wait for a new database connection (ms).'),
+  REQUEST_TIMEOUT_MS: positiveInt
+    .default(60_000)
+    .describe(
+      'Longest time an HTTP request may take before it is answered 503 (a dependency hanging).',
+    ),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')

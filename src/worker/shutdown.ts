@@ -7,8 +7,10 @@ import type { Logger } from '../shared/logger.ts';
  * Events for run() that keep hold of the runner's worker pool: its forcefulShutdown is the one way
  * to fail running jobs once a graceful stop has begun (runner.kill() does nothing by then).
  */
-export function poolTracker(): { events: WorkerEvents; pool: () => WorkerPool | undefined } {
-  const events = new EventEmitter() as WorkerEvents;
+export function poolTracker(events: WorkerEvents = new EventEmitter() as WorkerEvents): {
+  events: WorkerEvents;
+  pool: () => WorkerPool | undefined;
+} {
   let pool: WorkerPool | undefined;
   events.on('pool:create', ({ workerPool }) => {
     pool = workerPool;
