@@ -49,10 +49,15 @@ export class DataClient {
     this.options = { ...options, baseUrl: options.baseUrl.replace(/\/$/, '') };
   }
 
-  /** Current price of every priced currency by code; reused for `cacheMs`, one fetch at a time. */
-  async currentPrices(): Promise<Map<string, DisplayCurrency>> {
+  /**
+   * Current price of every priced currency by code; reused for `cacheMs` (unless `fresh`), one
+   * fetch at a time.
+   */
+  async currentPrices(options: { fresh?: boolean } = {}): Promise<Map<string, DisplayCurrency>> {
     const cached = this.snapshot;
-    if (cached && Date.now() - cached.at < this.options.cacheMs) return cached.byCode;
+    if (!options.fresh && cached && Date.now() - cached.at < this.options.cacheMs) {
+      return cached.byCode;
+    }
     this.inflight ??= this.fetchSnapshot().finally(() => {
       this.inflight = undefined;
     });
