@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { ADMIN_URL } from '../support/database.ts';
 import { eventually } from '../support/priceTicks.ts';
+import { setSnapshot } from '../support/prices.ts';
 import {
   connectTrader,
   feedsListening,
@@ -66,6 +67,7 @@ describeRestart('the database restarting under connected clients', () => {
     });
     open.push(first, second);
     let clock = Date.now();
+    await setSnapshot(harness.runtime.pool, 'BTC', 100, new Date(clock));
     await publishTick(harness.runtime.pool, new Date(clock), { BTC: 100 });
     await first.waitForPrice('BTC', 100);
 
@@ -102,6 +104,7 @@ describeRestart('the database restarting under connected clients', () => {
           shares: 1,
           walletDollars: 0,
         });
+        if (r.status !== 200 && r.status !== 503) throw new Error(`add: ${r.status} ${r.text}`);
         return r.status === 200;
       },
       15_000,

@@ -31,6 +31,10 @@ export const LIVE_NAMESPACE = '/trader';
 export const LIVE_MAX_MESSAGE_BYTES = 64 * 1024;
 
 const PRICE_ROOM = 'price:';
+/** After the feed reconnects: past the adapter's own reconnection delay (at most 3 s). */
+const HOLDINGS_CATCH_UP_MS = 3500;
+/** Holdings of connected users are re-read this often whatever happens (lost notifications). */
+const HOLDINGS_REFRESH_MS = 60_000;
 const userRoom = (userId: number) => `user:${userId}`;
 
 interface SocketData {
@@ -73,6 +77,7 @@ export class LiveGateway {
   private readonly book: LivePriceBook;
   private readonly prices: Coalescer<string, LivePrice>;
   private readonly portfolios: PortfolioTracker;
+  private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(runtime: Runtime, options: LiveGatewayOptions) {
     this.runtime = runtime;
@@ -149,7 +154,10 @@ export class LiveGateway {
       databaseUrl: config.DATABASE_URL,
       logger,
       onTick: (tick) => this.pricesMoved(this.book.apply(tick)),
-      onListening: () => {
+      onListening: (reconnected) => {
+        // Holdings notifications travel by NOTIFY too, and the adapter reconnects a little
+        // later than the feed (within ~3 s): re-read holdings once it surely has.
+        if (reconnected) this.later(HOLDINGS_CATCH_UP_MS, () => this.portfolios.reloadAll());
         // First listen primes the book; after a reconnection, catch up on what was missed.
         this.book.reload().then(
           (moved) => this.pricesMoved(moved),
@@ -159,6 +167,9 @@ export class LiveGateway {
       },
     });
     this.feed.start();
+    const refresh = setInterval(() => void this.portfolios.reloadAll(), HOLDINGS_REFRESH_MS);
+    refresh.unref();
+    this.timers.add(refresh);
   }
 
   /** The user's holdings changed: every instance re-values that user's portfolio. */
@@ -173,6 +184,8 @@ export class LiveGateway {
     const nsp = this.nsp;
     this.io = undefined;
     this.nsp = undefined;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
     this.prices.close();
     this.portfolios.close();
     await this.feed?.close();
@@ -184,6 +197,15 @@ export class LiveGateway {
     await Promise.allSettled([nsp.adapter.close(), io.of('/').adapter.close()]);
     io.engine.close();
     await this.adapterPool?.end();
+  }
+
+  private later(ms: number, run: () => Promise<void>) {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      void run();
+    }, ms);
+    timer.unref();
+    this.timers.add(timer);
   }
 
   private pricesMoved(moved: LivePrice[]) {

@@ -84,6 +84,20 @@ export class PortfolioTracker {
     this.coalescer.push(userId, true);
   }
 
+  /**
+   * Re-reads every tracked user's holdings: the safety net for a holdings notification lost
+   * while the adapter was reconnecting (NOTIFY is at-most-once).
+   */
+  async reloadAll(): Promise<void> {
+    for (const userId of [...this.users.keys()]) {
+      try {
+        await this.holdingsChanged(userId);
+      } catch (error) {
+        this.options.logger.warn({ err: error, userId }, 'live: could not re-read holdings');
+      }
+    }
+  }
+
   close(): void {
     this.coalescer.close();
     this.users.clear();
