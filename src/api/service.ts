@@ -5,6 +5,7 @@ import { Readiness } from '../shared/http/health.ts';
 import { RouteRegistry } from '../shared/http/routes.ts';
 import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
+import { mountDashboard } from './dashboard.ts';
 import { DataClient } from './dataClient.ts';
 import { LoginThrottle } from './identity/loginThrottle.ts';
 import { LiveGateway } from './live/liveGateway.ts';
@@ -110,6 +111,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
       createSessionMiddleware(app, { pool: runtime.pool, timeouts, keys }),
       crossSiteGuard(config.API_ALLOWED_ORIGINS),
     ],
+    extend: mountDashboard,
     openApi: {
       title: 'Application API',
       version: '1.0.0',

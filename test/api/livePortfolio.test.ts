@@ -123,7 +123,10 @@ describe('portfolio events', () => {
 
   test('a forged or unknown session cookie connects anonymously', async () => {
     const owner = await harness.signUp();
-    const forged = owner.cookie.replace(/sid=[^;]+/, 'sid=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA');
+    const forged = owner.cookie.replace(
+      /sid=[^;]+/,
+      'sid=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    );
     const a = await trader({ cookie: forged });
     expect(a.snapshots[0]).toMatchObject({ signedIn: false, portfolio: null });
     const unsigned = await trader({ cookie: owner.cookie.replace(/; ?sid\.sig=[^;]+/, '') });

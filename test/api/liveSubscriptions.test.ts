@@ -106,9 +106,7 @@ describe('subscribe and unsubscribe', () => {
     client.socket.connect();
     await eventually(() => client.snapshots.length >= 2, 10_000, 'a second snapshot');
     const last = client.snapshots.at(-1);
-    expect(last.prices).toEqual([
-      { code: 'BTC', value: 53_500, timestamp: expect.any(String) },
-    ]);
+    expect(last.prices).toEqual([{ code: 'BTC', value: 53_500, timestamp: expect.any(String) }]);
   });
 });
 
@@ -172,7 +170,9 @@ describe('malformed messages', () => {
   });
 
   test('a garbled Socket.IO packet is refused without harm to the server', async () => {
-    const socket = new WebSocket(`${url.replace('http', 'ws')}/websocket/?EIO=4&transport=websocket`);
+    const socket = new WebSocket(
+      `${url.replace('http', 'ws')}/websocket/?EIO=4&transport=websocket`,
+    );
     await new Promise((resolve) => socket.addEventListener('open', resolve));
     socket.send('40/trader,');
     socket.send('42/trader,[not json');

@@ -36,7 +36,11 @@ export interface LiveHarness {
  * its live gateway attached to its HTTP server.
  */
 export async function startLiveHarness(
-  options: { instances?: number; coalesceMs?: number; env?: Partial<Record<keyof Config, string>> } = {},
+  options: {
+    instances?: number;
+    coalesceMs?: number;
+    env?: Partial<Record<keyof Config, string>>;
+  } = {},
 ): Promise<LiveHarness> {
   const runtime = await createTestRuntime({
     SESSION_KEYS: TEST_SESSION_KEY,

@@ -262,7 +262,9 @@ export class LiveGateway {
       messages.inc({ event: 'unknown', outcome: 'refused' });
       const ack = args.at(-1);
       if (typeof ack === 'function') {
-        ack(errorAck('unknown_event', `Unknown event '${event}'; send subscribe or unsubscribe`));
+        (ack as (response: unknown) => void)(
+          errorAck('unknown_event', `Unknown event '${event}'; send subscribe or unsubscribe`),
+        );
       }
     });
 
