@@ -84,7 +84,7 @@ function connect() {
     if (snapshot.portfolio) renderPortfolio(snapshot.portfolio);
     if (snapshot.error) toast(snapshot.error.message);
   });
-  socket.on('price', (p) => applyPrice(p, true));
+  socket.on('price', (p) => queuePrice(p));
   socket.on('portfolio', (portfolio) => {
     renderPortfolio(portfolio);
     flash($('#total-worth'));
@@ -94,11 +94,30 @@ function connect() {
 
 // ---------- prices ----------
 
+const FLASH = {
+  up: 'rgba(52, 211, 153, 0.28)',
+  down: 'rgba(248, 113, 113, 0.28)',
+  neutral: 'rgba(45, 212, 191, 0.22)',
+};
+
+// Web Animations, not class toggling: restarting a CSS animation forces a layout per row.
 function flash(element, direction = 'neutral') {
-  if (!element) return;
-  element.classList.remove('flash-up', 'flash-down', 'flash-neutral');
-  void element.offsetWidth;
-  element.classList.add(`flash-${direction}`);
+  element?.animate([{ backgroundColor: FLASH[direction] }, { backgroundColor: 'transparent' }], {
+    duration: 900,
+    easing: 'ease-out',
+  });
+}
+
+// Prices arrive in bursts (one per currency each harvest): apply them once per frame.
+let queued = new Map();
+function queuePrice(p) {
+  if (queued.size === 0) requestAnimationFrame(flushPrices);
+  queued.set(p.code, p);
+}
+function flushPrices() {
+  const batch = queued;
+  queued = new Map();
+  for (const p of batch.values()) applyPrice(p, true);
 }
 
 function applyPrice({ code, value, timestamp }, live) {
