@@ -50,14 +50,14 @@ export class DataClient {
   }
 
   /**
-   * Current price of every priced currency by code; reused for `cacheMs` (unless `fresh`), one
-   * fetch at a time.
+   * Current price of every priced currency by code; reused for `cacheMs`, one fetch at a time.
+   * `fresh` asks the data module now and leaves the cache alone (the live gateway's re-reads
+   * must neither see nor change what the HTTP routes reuse).
    */
   async currentPrices(options: { fresh?: boolean } = {}): Promise<Map<string, DisplayCurrency>> {
+    if (options.fresh) return this.fetchSnapshot(false);
     const cached = this.snapshot;
-    if (!options.fresh && cached && Date.now() - cached.at < this.options.cacheMs) {
-      return cached.byCode;
-    }
+    if (cached && Date.now() - cached.at < this.options.cacheMs) return cached.byCode;
     this.inflight ??= this.fetchSnapshot().finally(() => {
       this.inflight = undefined;
     });
@@ -86,11 +86,11 @@ export class DataClient {
     await response.body?.cancel();
   }
 
-  private async fetchSnapshot(): Promise<Map<string, DisplayCurrency>> {
+  private async fetchSnapshot(store = true): Promise<Map<string, DisplayCurrency>> {
     const response = await this.request('/data/currency/all', 'all');
     const { currencies } = await this.readJson(response, 'all', currencyList);
     const byCode = new Map(currencies.map((c) => [c.currencyCode, c]));
-    this.snapshot = { at: Date.now(), byCode };
+    if (store) this.snapshot = { at: Date.now(), byCode };
     return byCode;
   }
 
