@@ -1,9 +1,10 @@
 // The client side of bench:live, in its own process: N socket.io-client connections to /trader,
-// each following every code, recording when each price event arrives. Driven over IPC by run.ts.
+// each following every code (batched `prices` events, or a `price` event per currency with
+// mode `price`), recording when prices arrive. Driven over IPC by run.ts.
 
 import { io, type Socket } from 'socket.io-client';
 
-const [url = '', countArg = '0', codesArg = '[]'] = process.argv.slice(2);
+const [url = '', countArg = '0', codesArg = '[]', mode = 'batch'] = process.argv.slice(2);
 const count = Number(countArg);
 const codes = JSON.parse(codesArg) as string[];
 const BATCH = 250;
@@ -36,7 +37,7 @@ function open(index: number): Promise<void> {
     const socket = io(`${url}/trader`, {
       path: '/websocket',
       transports: ['websocket'],
-      auth: { codes },
+      auth: { codes, batch: mode === 'batch' },
       reconnection: false,
       timeout: 60_000,
     });
@@ -46,6 +47,13 @@ function open(index: number): Promise<void> {
       if (r.seen[index] === 0) r.first[index] = now;
       r.last[index] = now;
       r.seen[index]! += 1;
+    });
+    socket.on('prices', (batch: { timestamp: string; values: Record<string, number> }) => {
+      const now = Date.now();
+      const r = receiptsOf(batch.timestamp);
+      if (r.seen[index] === 0) r.first[index] = now;
+      r.last[index] = now;
+      r.seen[index]! += Object.keys(batch.values).length;
     });
     socket.once('snapshot', () => resolve());
     socket.once('connect_error', reject);

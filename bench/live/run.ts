@@ -5,6 +5,7 @@
 //
 //   npm run bench:live                 # N = 1000 and 5000
 //   BENCH_CLIENTS=1000,2000 npm run bench:live
+//   BENCH_MODE=price npm run bench:live  # a `price` event per currency instead of batches
 
 import { fork } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
@@ -24,6 +25,8 @@ import { createRuntime } from '../../src/shared/runtime.ts';
 
 const CLIENT_COUNTS = (process.env.BENCH_CLIENTS ?? '1000,5000').split(',').map(Number);
 const TICKS = Number(process.env.BENCH_TICKS ?? 5);
+/** `batch` (one `prices` event per cycle, what the dashboard uses) or `price` (one per code). */
+const MODE = process.env.BENCH_MODE ?? 'batch';
 const TICK_SPACING_MS = 2500; // longer than the 1 s coalescing window: every tick goes out at once
 
 const adminUrl = withDefaultUser(
@@ -93,7 +96,7 @@ async function scenario(count: number): Promise<Row[]> {
   await publish(codes); // the book knows every code before clients subscribe
   const child = fork(
     new URL('./clients.ts', import.meta.url),
-    [api.url, String(count), JSON.stringify(codes)],
+    [api.url, String(count), JSON.stringify(codes), MODE],
     {
       execArgv: ['--max-old-space-size=8192'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -152,7 +155,7 @@ async function scenario(count: number): Promise<Row[]> {
 
 const idle = process.memoryUsage();
 console.log(
-  `bench:live — ${codes.length} currencies, ${TICKS} ticks per scenario, ` +
+  `bench:live — mode ${MODE}, ${codes.length} currencies, ${TICKS} ticks per scenario, ` +
     `API process RSS idle ${mib(idle.rss)} MiB`,
 );
 const started = performance.now();

@@ -110,6 +110,39 @@ describe('subscribe and unsubscribe', () => {
   });
 });
 
+describe('batched delivery (auth.batch)', () => {
+  test('one prices event per cycle with the followed codes only; unsubscribe narrows it', async () => {
+    const a = await trader({ batch: true, codes: ['BTC', 'ETH'] });
+    const b = await trader({ batch: true, codes: ['ETH', 'BTC'] }); // the same set
+    const c = await trader({ batch: true });
+    expect(a.snapshots[0].prices.map((p: any) => p.code).sort()).toEqual(['BTC', 'ETH']);
+    expect(await c.emit('subscribe', { codes: ['SOL'] })).toMatchObject({ ok: true });
+    await sleep(1100);
+    await tick({ BTC: 60_000, ETH: 4_000, SOL: 160, ADA: 0.4 });
+    const stamp = new Date(clock).toISOString();
+    for (const client of [a, b]) {
+      await eventually(() => client.batches.length === 1, 10_000, 'a batch');
+      expect(client.batches[0]).toEqual({ timestamp: stamp, values: { BTC: 60_000, ETH: 4_000 } });
+    }
+    await eventually(() => c.batches.length === 1, 10_000, 'a batch for SOL');
+    expect(c.batches[0]).toEqual({ timestamp: stamp, values: { SOL: 160 } });
+
+    expect(await a.emit('unsubscribe', { codes: ['BTC'] })).toEqual({ ok: true, codes: ['ETH'] });
+    await sleep(1100);
+    await tick({ BTC: 61_000, ETH: 4_100 });
+    await eventually(() => a.batches.length === 2 && b.batches.length === 2, 10_000, 'batches');
+    expect(a.batches[1].values).toEqual({ ETH: 4_100 });
+    expect(b.batches[1].values).toEqual({ BTC: 61_000, ETH: 4_100 });
+    // Batch connections never get per-currency events as well.
+    const perCurrency: unknown[] = [];
+    a.socket.on('price', (p) => perCurrency.push(p));
+    await sleep(1100);
+    await tick({ ETH: 4_200 });
+    await eventually(() => a.batches.length === 3, 10_000, 'a third batch');
+    expect(perCurrency).toEqual([]);
+  });
+});
+
 describe('coalescing', () => {
   test('at most one price per code per second, the latest value winning', async () => {
     const client = await trader({ codes: ['SOL'] });

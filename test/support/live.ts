@@ -107,6 +107,8 @@ export interface TraderClient {
   prices: Array<{ code: string; value: number; timestamp: string; receivedAt: number }>;
   portfolios: any[];
   snapshots: any[];
+  /** `prices` events (batched delivery). */
+  batches: any[];
   emit(event: string, ...args: unknown[]): Promise<any>;
   waitForPrice(code: string, value: number, timeoutMs?: number): Promise<void>;
   close(): void;
@@ -115,7 +117,13 @@ export interface TraderClient {
 /** A socket.io-client on /trader (websocket transport, as browsers end up using). */
 export async function connectTrader(
   url: string,
-  options: { cookie?: string; origin?: string; codes?: string[]; reconnection?: boolean } = {},
+  options: {
+    cookie?: string;
+    origin?: string;
+    codes?: string[];
+    reconnection?: boolean;
+    batch?: boolean;
+  } = {},
 ): Promise<TraderClient> {
   const headers: Record<string, string> = {};
   if (options.cookie) headers.cookie = options.cookie;
@@ -124,7 +132,10 @@ export async function connectTrader(
     path: '/websocket',
     transports: ['websocket'],
     extraHeaders: headers,
-    auth: options.codes ? { codes: options.codes } : {},
+    auth: {
+      ...(options.codes ? { codes: options.codes } : {}),
+      ...(options.batch ? { batch: true } : {}),
+    },
     reconnection: options.reconnection ?? true,
     reconnectionDelay: 100,
     reconnectionDelayMax: 500,
@@ -134,6 +145,7 @@ export async function connectTrader(
     prices: [],
     portfolios: [],
     snapshots: [],
+    batches: [],
     emit: (event, ...args) => socket.timeout(10_000).emitWithAck(event, ...args),
     async waitForPrice(code, value, timeoutMs = 10_000) {
       await eventually(
@@ -147,6 +159,12 @@ export async function connectTrader(
   socket.on('price', (p) => client.prices.push({ ...p, receivedAt: Date.now() }));
   socket.on('portfolio', (p) => client.portfolios.push(p));
   socket.on('snapshot', (s) => client.snapshots.push(s));
+  socket.on('prices', (batch: { timestamp: string; values: Record<string, number> }) => {
+    client.batches.push(batch);
+    for (const [code, value] of Object.entries(batch.values)) {
+      client.prices.push({ code, value, timestamp: batch.timestamp, receivedAt: Date.now() });
+    }
+  });
   await new Promise<void>((resolve, reject) => {
     socket.once('connect', () => resolve());
     socket.once('connect_error', (error) => {

@@ -10,6 +10,7 @@ import type { DataClient } from '../dataClient.ts';
 import type { Portfolio } from '../portfolio/valuation.ts';
 import type { SessionTimeouts } from '../session/sessionStore.ts';
 import { closableAdapterPool } from './adapterPool.ts';
+import { BatchRooms } from './batchRooms.ts';
 import { Coalescer } from './coalescer.ts';
 import { createHandshakeIdentity, originAllowed } from './handshake.ts';
 import {
@@ -39,6 +40,8 @@ const userRoom = (userId: number) => `user:${userId}`;
 
 interface SocketData {
   userId?: number;
+  /** Batched delivery: the codes followed and the shared room of that set. */
+  batch?: { codes: Set<string>; room?: string };
 }
 type TraderSocket = Socket<DefaultEventsMap, DefaultEventsMap, DefaultEventsMap, SocketData>;
 
@@ -78,6 +81,9 @@ export class LiveGateway {
   private readonly prices: Coalescer<string, LivePrice>;
   private readonly portfolios: PortfolioTracker;
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly batchRooms = new BatchRooms();
+  private pendingBatch = new Map<string, LivePrice>();
+  private batchScheduled = false;
 
   constructor(runtime: Runtime, options: LiveGatewayOptions) {
     this.runtime = runtime;
@@ -215,8 +221,50 @@ export class LiveGateway {
   }
 
   private emitPrice(code: string, price: LivePrice) {
-    this.nsp?.local.to(PRICE_ROOM + code).emit('price', price);
-    emitted.inc({ event: 'price' });
+    const nsp = this.nsp;
+    if (!nsp) return;
+    if (nsp.adapter.rooms.has(PRICE_ROOM + code)) {
+      nsp.local.to(PRICE_ROOM + code).emit('price', price);
+      emitted.inc({ event: 'price' });
+    }
+    // Everything the coalescer lets out in this turn of the event loop (a whole cycle, usually)
+    // goes to batch connections as one event.
+    this.pendingBatch.set(code, price);
+    if (!this.batchScheduled) {
+      this.batchScheduled = true;
+      setImmediate(() => this.flushBatch());
+    }
+  }
+
+  private flushBatch() {
+    this.batchScheduled = false;
+    const moved = this.pendingBatch;
+    this.pendingBatch = new Map();
+    const nsp = this.nsp;
+    if (!nsp) return;
+    for (const [room, batch] of this.batchRooms.batches(moved)) {
+      nsp.local.to(room).emit('prices', batch);
+      emitted.inc({ event: 'prices' });
+    }
+  }
+
+  /** Follows more codes (or fewer): price rooms per code, or the batch room of the new set. */
+  private async follow(socket: TraderSocket, add: readonly string[], remove: readonly string[]) {
+    const batch = socket.data.batch;
+    if (!batch) {
+      if (add.length > 0) await socket.join(add.map((code) => PRICE_ROOM + code));
+      for (const code of remove) await socket.leave(PRICE_ROOM + code);
+      return;
+    }
+    for (const code of add) batch.codes.add(code);
+    for (const code of remove) batch.codes.delete(code);
+    const room = this.batchRooms.enter(batch.codes);
+    if (room !== batch.room) {
+      if (batch.room) await socket.leave(batch.room);
+      if (room) await socket.join(room);
+    }
+    this.batchRooms.exit(batch.room);
+    batch.room = room;
   }
 
   private emitPortfolio(userId: number, portfolio: Portfolio) {
@@ -236,8 +284,11 @@ export class LiveGateway {
     const { userId } = socket.data;
     const kind = userId === undefined ? 'anonymous' : 'signed_in';
     connections.inc({ kind });
+    const auth = handshakeAuth.parse(socket.handshake.auth);
+    if (auth.batch) socket.data.batch = { codes: new Set() };
     socket.on('disconnect', () => {
       connections.dec({ kind });
+      this.batchRooms.exit(socket.data.batch?.room);
       if (userId !== undefined) this.portfolios.leave(userId);
     });
 
@@ -250,11 +301,11 @@ export class LiveGateway {
           `A connection may follow at most ${MAX_SUBSCRIPTIONS_PER_SOCKET} currencies`,
         );
       }
-      await socket.join(codes.map((code) => PRICE_ROOM + code));
+      await this.follow(socket, codes, []);
       return { ok: true as const, ...(await this.quotes(codes)) };
     });
     this.handle(socket, 'unsubscribe', unsubscribeMessage, async ({ codes }) => {
-      for (const code of codes) await socket.leave(PRICE_ROOM + code);
+      await this.follow(socket, [], codes);
       return { ok: true as const, codes: [...subscriptions(socket)] };
     });
     socket.onAny((event: string, ...args: unknown[]) => {
@@ -268,15 +319,14 @@ export class LiveGateway {
       }
     });
 
-    void this.greet(socket, userId);
+    void this.greet(socket, userId, auth.codes ?? []);
   }
 
   /** The `snapshot` every connection starts with: what it follows now, and its portfolio. */
-  private async greet(socket: TraderSocket, userId: number | undefined) {
+  private async greet(socket: TraderSocket, userId: number | undefined, asked: string[]) {
     try {
-      const auth = handshakeAuth.parse(socket.handshake.auth);
-      const codes = [...new Set(auth.codes ?? [])];
-      if (codes.length > 0) await socket.join(codes.map((code) => PRICE_ROOM + code));
+      const codes = [...new Set(asked)];
+      if (codes.length > 0) await this.follow(socket, codes, []);
       const { prices } = await this.quotes(codes);
       let portfolio: Portfolio | null = null;
       if (userId !== undefined) {
@@ -345,7 +395,8 @@ export class LiveGateway {
 
 function noAck() {}
 
-function subscriptions(socket: Socket): Set<string> {
+function subscriptions(socket: TraderSocket): Set<string> {
+  if (socket.data.batch) return new Set(socket.data.batch.codes);
   const codes = new Set<string>();
   for (const room of socket.rooms) {
     if (room.startsWith(PRICE_ROOM)) codes.add(room.slice(PRICE_ROOM.length));

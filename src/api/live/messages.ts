@@ -17,9 +17,16 @@ const codes = z
 export const subscribeMessage = z.object({ codes });
 export const unsubscribeMessage = z.object({ codes });
 
-/** Optional handshake `auth`: codes to subscribe to at once (what a reconnecting client sends). */
+/**
+ * Optional handshake `auth`: codes to subscribe to at once (what a reconnecting client sends),
+ * and the delivery mode.
+ */
 export const handshakeAuth = z
-  .object({ codes: z.array(currencyCode).max(MAX_CODES_PER_MESSAGE).optional() })
+  .object({
+    codes: z.array(currencyCode).max(MAX_CODES_PER_MESSAGE).optional(),
+    /** One `prices` event per cycle instead of a `price` event per currency. */
+    batch: z.boolean().optional(),
+  })
   .catch({});
 
 export interface LivePrice {

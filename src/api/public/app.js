@@ -65,7 +65,8 @@ function connect() {
     transports: ['websocket', 'polling'],
     // Called at every (re)connection: the server follows these codes at once and answers with
     // a snapshot of their current values, so nothing stays stale after a reconnection.
-    auth: (send) => send({ codes: [...state.currencies.keys()].slice(0, 500) }),
+    // batch: one `prices` event per harvest cycle rather than a `price` event per currency.
+    auth: (send) => send({ codes: [...state.currencies.keys()].slice(0, 500), batch: true }),
   });
   socket.on('connect', () => setConnection('Live', 'live'));
   socket.on('disconnect', (reason) => {
@@ -85,6 +86,9 @@ function connect() {
     if (snapshot.error) toast(snapshot.error.message);
   });
   socket.on('price', (p) => queuePrice(p));
+  socket.on('prices', ({ timestamp, values }) => {
+    for (const [code, value] of Object.entries(values)) queuePrice({ code, value, timestamp });
+  });
   socket.on('portfolio', (portfolio) => {
     renderPortfolio(portfolio);
     flash($('#total-worth'));
