@@ -50,8 +50,13 @@ export class DataClient {
     this.options = { ...options, baseUrl: options.baseUrl.replace(/\/$/, '') };
   }
 
-  /** Current price of every priced currency by code; reused for `cacheMs`, one fetch at a time. */
-  async currentPrices(): Promise<Map<string, DisplayCurrency>> {
+  /**
+   * Current price of every priced currency by code; reused for `cacheMs`, one fetch at a time.
+   * `fresh` asks the data module now and leaves the cache alone (the live gateway's re-reads
+   * must neither see nor change what the HTTP routes reuse).
+   */
+  async currentPrices(options: { fresh?: boolean } = {}): Promise<Map<string, DisplayCurrency>> {
+    if (options.fresh) return this.fetchSnapshot(false);
     const cached = this.snapshot;
     if (cached && Date.now() - cached.at < this.options.cacheMs) return cached.byCode;
     this.inflight ??= this.fetchSnapshot().finally(() => {
@@ -82,7 +87,7 @@ export class DataClient {
     await response.body?.cancel();
   }
 
-  private async fetchSnapshot(): Promise<Map<string, DisplayCurrency>> {
+  private async fetchSnapshot(store = true): Promise<Map<string, DisplayCurrency>> {
     const byCode = new Map<string, DisplayCurrency>();
     // The data module pages its list (at most PAGE a request); a short page is the last.
     for (let offset = 0; ; offset += PAGE) {
@@ -94,7 +99,7 @@ export class DataClient {
       for (const c of currencies) byCode.set(c.currencyCode, c);
       if (currencies.length < PAGE) break;
     }
-    this.snapshot = { at: Date.now(), byCode };
+    if (store) this.snapshot = { at: Date.now(), byCode };
     return byCode;
   }
 

@@ -5,11 +5,14 @@ import { Readiness } from '../shared/http/health.ts';
 import { RouteRegistry } from '../shared/http/routes.ts';
 import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
+import { mountDashboard } from './dashboard.ts';
 import { DataClient } from './dataClient.ts';
 import { LoginThrottle } from './identity/loginThrottle.ts';
+import { LiveGateway } from './live/liveGateway.ts';
 import { registerAccountRoutes } from './routes/account/accountRoutes.ts';
 import { registerAuthorizeRoutes } from './routes/authorize/authorizeRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
+import { registerMarketRoutes } from './routes/currency/marketRoutes.ts';
 import { registerHistoryRoutes } from './routes/portfolio/historyRoutes.ts';
 import { registerPortfolioRoutes } from './routes/portfolio/portfolioRoutes.ts';
 import { apiSecuritySchemes } from './routes/security.ts';
@@ -34,6 +37,8 @@ export interface ApiServiceOptions {
   /** The API's service token for the data module (default DATA_TOKEN). */
   dataToken?: string;
   readiness?: Readiness;
+  /** Live updates: at most one price per code and portfolio per user per this many ms. */
+  liveCoalesceMs?: number;
 }
 
 export function createApiService(runtime: Runtime, options: ApiServiceOptions = {}) {
@@ -50,6 +55,15 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
   const timeouts = sessionTimeouts(config);
   const keys = sessionKeys(config, logger);
 
+  // Live updates attach to the HTTP server once it listens (see start.ts); until then the
+  // portfolio routes' notifications are no-ops.
+  const live = new LiveGateway(runtime, {
+    data,
+    keys,
+    timeouts,
+    coalesceMs: options.liveCoalesceMs,
+  });
+
   const registry = new RouteRegistry();
   registerAuthorizeRoutes(registry, {
     pool: runtime.pool,
@@ -61,12 +75,17 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     maxBytes: config.UPLOAD_MAX_BYTES,
     maxPixels: config.UPLOAD_MAX_PIXELS,
   });
-  registerPortfolioRoutes(registry, { pool: runtime.pool, data });
+  registerPortfolioRoutes(registry, {
+    pool: runtime.pool,
+    data,
+    onHoldingsChanged: (userId) => live.holdingsChanged(userId),
+  });
   registerHistoryRoutes(registry, {
     pool: runtime.pool,
     data,
     maxPoints: config.HISTORY_MAX_POINTS,
   });
+  registerMarketRoutes(registry, { data, maxPoints: config.HISTORY_MAX_POINTS });
   if (profile !== 'docs') registerCurrencyRoutes(registry, data);
 
   const readiness = options.readiness ?? new Readiness();
@@ -93,6 +112,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
       createSessionMiddleware(app, { pool: runtime.pool, timeouts, keys }),
       crossSiteGuard(config.API_ALLOWED_ORIGINS),
     ],
+    extend: mountDashboard,
     openApi: {
       title: 'Application API',
       version: '1.0.0',
@@ -104,5 +124,5 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
       securitySchemes: apiSecuritySchemes,
     },
   });
-  return { ...service, data, timeouts };
+  return { ...service, data, timeouts, live };
 }

@@ -28,12 +28,13 @@ export async function startApiRole(
         'from DATA_TRUSTED_NETWORKS',
     );
   }
-  const { app, readiness, timeouts } = createApiService(runtime, {
+  const { app, readiness, timeouts, live } = createApiService(runtime, {
     profile: options.profile,
     dataToken,
     dataUrl,
   });
   const server = await listen(app, config.HOST, config.API_PORT);
+  live.attach(server.server);
   const stopSweeper = startSweeper(runtime.pool, timeouts, logger);
   logger.info({ url: server.url, profile: options.profile ?? 'default' }, 'API listening');
   return {
@@ -42,6 +43,7 @@ export async function startApiRole(
     beginDrain: () => readiness.startDraining(),
     stop: async () => {
       stopSweeper();
+      await live.close();
       await server.close();
     },
   };

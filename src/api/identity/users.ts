@@ -79,3 +79,20 @@ export async function updatePasswordHash(pool: DatabasePool, userId: number, has
 export async function userExists(pool: DatabasePool, userId: number): Promise<boolean> {
   return pool.exists(sql.unsafe`SELECT 1 FROM app.users WHERE id = ${userId}`);
 }
+
+const profileRow = z.object({
+  id: z.number(),
+  username: z.string(),
+  email: z.string(),
+  hasProfilePicture: z.boolean(),
+});
+export type UserProfile = z.infer<typeof profileRow>;
+
+/** The signed-in user's own account, for the web client's header. */
+export async function profileOf(pool: DatabasePool, userId: number): Promise<UserProfile | null> {
+  return pool.maybeOne(sql.type(profileRow)`
+    SELECT u.id, u.username, u.email,
+           EXISTS (SELECT FROM app.profile_pictures p WHERE p.user_id = u.id) AS "hasProfilePicture"
+    FROM app.users u WHERE u.id = ${userId}
+  `);
+}

@@ -8,7 +8,14 @@ import { loadPicture, pictureState, savePicture } from '../../pictures/pictureSt
 import { requireCsrfToken } from '../../session/csrf.ts';
 import { requireUser, signedInUser } from '../../session/requireUser.ts';
 import { sessionSecurity, uploadSecurity } from '../security.ts';
-import { hasPictureSchema, successSchema, uploadBody, userIdParams } from './schema.ts';
+import { profileOf } from '../../identity/users.ts';
+import {
+  accountSchema,
+  hasPictureSchema,
+  successSchema,
+  uploadBody,
+  userIdParams,
+} from './schema.ts';
 
 export interface AccountRouteDeps {
   pool: DatabasePool;
@@ -132,6 +139,25 @@ export function registerAccountRoutes(registry: RouteRegistry, deps: AccountRout
         const state = await pictureState(deps.pool, params.id);
         if (state === null) throw new NotFoundError(`No user ${params.id}`, 'unknown_user');
         ctx.body = { hasProfilePicture: state };
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/api/account/me',
+      operationId: 'ownAccount',
+      summary: 'The signed-in user’s account: id, username, email, whether it has a picture',
+      tags: ['account'],
+      security: sessionSecurity,
+      before: [requireUser],
+      responses: { 200: { description: 'The account', schema: accountSchema } },
+      errors: [401],
+      handler: async (ctx) => {
+        const profile = await profileOf(deps.pool, signedInUser(ctx));
+        if (!profile) throw new NotFoundError('The account no longer exists', 'unknown_user');
+        ctx.body = profile;
       },
     }),
   );

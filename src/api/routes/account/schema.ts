@@ -28,3 +28,12 @@ export const successSchema = z
 export const hasPictureSchema = z
   .object({ hasProfilePicture: z.boolean() })
   .meta({ id: 'HasProfilePictureResponse' });
+
+export const accountSchema = z
+  .object({
+    id: z.number().int().meta({ description: 'User id (as in the profile-picture routes)' }),
+    username: z.string(),
+    email: z.string(),
+    hasProfilePicture: z.boolean(),
+  })
+  .meta({ id: 'Account' });

@@ -13,3 +13,23 @@ export const valueQuery = z.object({
     .transform(Number)
     .pipe(shares),
 });
+
+export const displayCurrencySchema = z
+  .object({
+    currencyName: z.string(),
+    currencyCode: z.string(),
+    value: z.number().meta({ description: 'Current price in USD' }),
+    logoUrl: z.string(),
+    lastUpdated: z.string().meta({ description: 'Instant of the current price' }),
+  })
+  .meta({ id: 'DisplayCurrency' });
+
+export const currencyListSchema = z
+  .object({ currencies: z.array(displayCurrencySchema) })
+  .meta({ id: 'CurrencyList' });
+
+export const timeValueSchema = z
+  .object({ timestamp: z.iso.datetime(), value: z.number() })
+  .meta({ id: 'TimeValue' });
+
+export const historyParams = z.object({ code: currencyCode });

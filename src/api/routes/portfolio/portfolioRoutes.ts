@@ -17,6 +17,8 @@ import { addBody, hasPortfolioSchema, portfolioSchema } from './schema.ts';
 export interface PortfolioRouteDeps {
   pool: DatabasePool;
   data: DataClient;
+  /** Told after a user's holdings changed (live portfolio updates). */
+  onHoldingsChanged?: (userId: number) => void;
 }
 
 export const PORTFOLIO_TAG = ['portfolio'];
@@ -66,13 +68,15 @@ export function registerPortfolioRoutes(registry: RouteRegistry, deps: Portfolio
             [{ path: 'body.currencyCode', message: 'not a priced currency' }],
           );
         }
-        const portfolio = await portfolioOf(deps.pool, signedInUser(ctx));
+        const userId = signedInUser(ctx);
+        const portfolio = await portfolioOf(deps.pool, userId);
         await applyHoldingDelta(deps.pool, portfolio.id, {
           currencyCode: body.currencyCode,
           shares: body.shares,
           walletDollars: body.walletDollars,
           price: quote.value,
         });
+        deps.onHoldingsChanged?.(userId);
         ctx.body = { successful: true };
       },
     }),
