@@ -48,5 +48,14 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
+  {
+    // The dashboard's browser modules: plain JavaScript, outside the TypeScript project.
+    files: ['src/api/public/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      globals: { ...globals.browser },
+      parserOptions: { projectService: false, project: false },
+    },
+  },
   prettier,
 );

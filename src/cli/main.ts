@@ -7,9 +7,9 @@ import { registerExportCommand } from './commands/export.ts';
 import { registerMigrateCommand } from './commands/migrate.ts';
 import { registerStartCommand } from './commands/start.ts';
 import { registerTokenCommands } from './commands/token.ts';
+import { EXIT } from './exitCodes.ts';
 
-// Exit codes shared by every command: 0 success, 1 failure or unhealthy, 2 usage or configuration.
-export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+export { EXIT };
 
 export function buildProgram(): Command {
   const program = new Command('platform')
@@ -19,7 +19,13 @@ export function buildProgram(): Command {
       'refresh the currency list from an exchange at start-up (true/false)',
     )
     .showHelpAfterError()
-    .exitOverride();
+    .exitOverride()
+    .addHelpText(
+      'after',
+      '\nEvery command has --help with examples. Exit codes: 0 success, 1 failure or unhealthy,\n' +
+        '2 usage or configuration error. Configuration: environment variables, listed in\n' +
+        'docs/configuration.md. Operations: docs/operations.md.',
+    );
   registerStartCommand(program);
   registerMigrateCommand(program);
   registerTokenCommands(program);

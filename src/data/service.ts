@@ -59,6 +59,7 @@ export function createDataService(runtime: Runtime, readiness = new Readiness())
     routes: dataRoutes(runtime),
     readiness,
     jsonLimit: '1mb',
+    requestTimeoutMs: runtime.config.REQUEST_TIMEOUT_MS,
     openApi: {
       title: 'Market data module',
       version: '1.0.0',

@@ -19,6 +19,6 @@ export async function startDataRole(runtime: Runtime): Promise<RoleHandle> {
     name: 'data',
     url: server.url,
     beginDrain: () => readiness.startDraining(),
-    stop: () => server.close(),
+    stop: (graceMs) => server.close(graceMs),
   };
 }

@@ -13,6 +13,8 @@ export const MARKET_SOURCE_NAMES = ['simulated', 'coinbase', 'binance', 'kraken'
 export type MarketSourceName = (typeof MARKET_SOURCE_NAMES)[number];
 
 const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().min(1);
+const positiveNumber = z.coerce.number().positive();
 
 const cidrList = z
   .string()
@@ -149,10 +151,79 @@ export const configSchema = z.object({
     .max(1024 * 1024 * 1024)
     .default(10 * 1024 * 1024)
     .describe('Largest body, in bytes, of one bulk request of signal inputs.'),
+  NODE_ENV: z.string().default('development').describe('production makes SESSION_KEYS mandatory.'),
   SESSION_KEYS: z
     .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((key) => key.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().min(32, 'each session key needs at least 32 characters')).min(1))
     .optional()
-    .describe('Comma-separated secrets signing session cookies (newest first).'),
+    .describe(
+      'Comma-separated secrets signing session cookies, newest first (random per start when unset).',
+    ),
+  SESSION_IDLE_MINUTES: positiveNumber
+    .default(30)
+    .describe('A session unused this long is over (minutes, fractions allowed).'),
+  SESSION_ABSOLUTE_HOURS: positiveNumber
+    .default(12)
+    .describe('A session is over this long after sign-in, used or not (hours).'),
+  API_TRUST_PROXY: booleanFromEnv
+    .default(false)
+    .describe('Trust X-Forwarded-For/-Proto from a reverse proxy in front of the API.'),
+  API_ALLOWED_ORIGINS: z
+    .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((origin) => origin.trim().replace(/\/$/, ''))
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.url()))
+    .default([])
+    .describe(
+      'Comma-separated origins (scheme://host[:port]) of web clients served from elsewhere that may ' +
+        'call the API with the session cookie.',
+    ),
+  LOGIN_MAX_FAILURES_PER_ACCOUNT: positiveInt
+    .default(10)
+    .describe('Failed logins for one account within LOGIN_ACCOUNT_WINDOW_MINUTES before 429.'),
+  LOGIN_ACCOUNT_WINDOW_MINUTES: positiveInt.default(15).describe('Window of the account limit.'),
+  LOGIN_MAX_FAILURES_PER_ADDRESS: positiveInt
+    .default(100)
+    .describe('Failed logins from one client address within LOGIN_ADDRESS_WINDOW_MINUTES.'),
+  LOGIN_ADDRESS_WINDOW_MINUTES: positiveInt.default(60).describe('Window of the address limit.'),
+  UPLOAD_MAX_BYTES: positiveInt
+    .default(5 * 1024 * 1024)
+    .describe('Largest profile picture accepted, in bytes.'),
+  UPLOAD_MAX_PIXELS: positiveInt
+    .default(25_000_000)
+    .describe('Largest profile picture accepted, in pixels (width × height).'),
+  DATA_TIMEOUT_MS: positiveInt
+    .default(5000)
+    .describe('Time-out of one API call to the data module (ms).'),
+  DATA_CACHE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(2000)
+    .describe('How long the API reuses a snapshot of current prices (ms).'),
+  DATABASE_STATEMENT_TIMEOUT_MS: positiveInt
+    .default(30_000)
+    .describe(
+      'Longest SQL statement (ms): the server cancels it, and the client gives up on its connection 1 s later (a database that stopped answering).',
+    ),
+  DATABASE_CONNECT_TIMEOUT_MS: positiveInt
+    .default(5000)
+    .describe('Longest wait for a new database connection (ms).'),
+  REQUEST_TIMEOUT_MS: positiveInt
+    .default(60_000)
+    .describe(
+      'Longest time an HTTP request may take before it is answered 503 (a dependency hanging).',
+    ),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')
@@ -160,7 +231,39 @@ export const configSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .url()
     .optional()
-    .describe('OTLP/HTTP endpoint; traces are exported only when set.'),
+    .describe(
+      'OTLP/HTTP base URL (e.g. http://collector:4318); traces go to <url>/v1/traces. ' +
+        'Unset: no tracing at all.',
+    ),
+  OTEL_SERVICE_NAME: z
+    .string()
+    .min(1)
+    .default('market-data-platform')
+    .describe('service.name of exported traces (give each role its own in a deployment).'),
+  WORKER_METRICS_PORT: port
+    .default(9464)
+    .describe(
+      'Port of the health and /metrics listener of a process that serves no HTTP of its own ' +
+        '(a worker started with --role worker).',
+    ),
+  SHUTDOWN_DRAIN_SECONDS: z.coerce
+    .number()
+    .min(0)
+    .max(300)
+    .default(0)
+    .describe(
+      'On SIGTERM, seconds readiness answers 503 while the process still serves, so load ' +
+        'balancers stop routing to it (set to about their probe interval; 0 locally).',
+    ),
+  SHUTDOWN_GRACE_SECONDS: z.coerce
+    .number()
+    .min(0)
+    .max(3600)
+    .default(10)
+    .describe(
+      'On SIGTERM, how long in-flight requests and jobs may take to finish before connections ' +
+        "are cut; keep drain + grace below the orchestrator's kill timeout.",
+    ),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,3 +1,4 @@
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type Logger } from 'pino';
 import { PinoPretty } from 'pino-pretty';
 
@@ -41,6 +42,7 @@ export function createLogger(
       base: { pid: process.pid },
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      mixin: traceContext,
     },
     (destination as NodeJS.WritableStream | undefined) ?? defaultDestination(format),
   );
@@ -55,4 +57,14 @@ export function redactDsn(url: string): string {
   } catch {
     return '[unparseable connection string]';
   }
+}
+
+/**
+ * The active span's ids on every line logged inside a traced request or job, so a log line leads
+ * to its trace. Without tracing (no OTEL_EXPORTER_OTLP_ENDPOINT) there is never an active span.
+ */
+function traceContext(): Record<string, string> {
+  const context = trace.getActiveSpan()?.spanContext();
+  if (!context || !isSpanContextValid(context)) return {};
+  return { trace_id: context.traceId, span_id: context.spanId };
 }

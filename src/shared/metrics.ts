@@ -23,14 +23,14 @@ export const httpActiveRequests = new Gauge({
 /** Creates a metric once per process; later calls (a second app in the same process) reuse it. */
 export function counter<L extends string>(name: string, help: string, labelNames: readonly L[]) {
   return (
-    (metricsRegistry.getSingleMetric(name) as Counter<L> | undefined) ??
+    (existing(name, 'counter', labelNames) as Counter<L> | undefined) ??
     new Counter({ name, help, labelNames, registers: [metricsRegistry] })
   );
 }
 
 export function gauge<L extends string>(name: string, help: string, labelNames: readonly L[]) {
   return (
-    (metricsRegistry.getSingleMetric(name) as Gauge<L> | undefined) ??
+    (existing(name, 'gauge', labelNames) as Gauge<L> | undefined) ??
     new Gauge({ name, help, labelNames, registers: [metricsRegistry] })
   );
 }
@@ -42,7 +42,109 @@ export function histogram<L extends string>(
   buckets: number[],
 ) {
   return (
-    (metricsRegistry.getSingleMetric(name) as Histogram<L> | undefined) ??
+    (existing(name, 'histogram', labelNames) as Histogram<L> | undefined) ??
     new Histogram({ name, help, labelNames, buckets, registers: [metricsRegistry] })
   );
 }
+
+/** The metric already registered under `name`, refusing one of another type or other labels. */
+function existing(name: string, type: string, labelNames: readonly string[]) {
+  const metric = metricsRegistry.getSingleMetric(name) as
+    { type?: string; labelNames?: readonly string[] } | undefined;
+  if (!metric) return undefined;
+  const known = [...(metric.labelNames ?? [])].sort().join(',');
+  if (metric.type !== type || known !== [...labelNames].sort().join(',')) {
+    throw new Error(
+      `metric ${name} is already a ${metric.type} with labels [${known}]; ` +
+        `it cannot also be a ${type} with labels [${labelNames.join(',')}]`,
+    );
+  }
+  return metric;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The platform's metric catalogue. Every module reports through these (import the object, or call
+// the helper above with the same name and labels: both give the same metric). They are created
+// here, at load, so the names exist in every process's /metrics from the start, the Grafana
+// dashboard (deploy/grafana) can rely on them, and a second definition with other labels fails
+// at start-up instead of at the first observation.
+
+/** Price rows written by bulk ingestion (HTTP bulk route, `platform backfill`), by source. */
+export const ingestRowsInserted = counter(
+  'ingest_rows_inserted_total',
+  'Price rows written by bulk ingestion (backfill, bulk HTTP route, exchange slices).',
+  ['source'],
+);
+/** Rows skipped because that currency and instant were already stored (re-runs are idempotent). */
+export const ingestRowsDuplicate = counter(
+  'ingest_rows_duplicate_total',
+  'Rows skipped by bulk ingestion because the same currency and time was already stored.',
+  ['source'],
+);
+/** Rows refused by bulk ingestion (bad values, unknown codes), by source. */
+export const ingestRowsRejected = counter(
+  'ingest_rows_rejected_total',
+  'Malformed or unknown-currency rows refused by bulk ingestion.',
+  ['source'],
+);
+
+/** One harvest cycle (fetch from every source and write), by outcome. */
+export const harvestCycleDuration = histogram(
+  'harvest_cycle_duration_seconds',
+  'Duration of a harvest cycle (fetch and write), by outcome.',
+  ['outcome'],
+  [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+);
+/** Unix time of the last fetch that priced at least one currency: freshness per source. */
+export const harvestSourceLastSuccess = gauge(
+  'harvest_source_last_success_timestamp_seconds',
+  'Unix time of the last fetch that priced at least one currency, by source.',
+  ['source'],
+);
+export const harvestSourceFetchErrors = counter(
+  'harvest_source_fetch_errors_total',
+  'Price fetches that failed, by source and reason (timeout, http, rate_limited, …).',
+  ['source', 'reason'],
+);
+export const harvestSourceFetchDuration = histogram(
+  'harvest_source_fetch_duration_seconds',
+  'Time one source took to answer a harvest cycle, failures included.',
+  ['source'],
+  [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+);
+
+/** Jobs finished by this process, by task and outcome (success, failure). */
+export const workerJobs = counter(
+  'worker_jobs_total',
+  'Jobs run by this worker, by task and outcome (success or failure).',
+  ['task', 'outcome'],
+);
+export const workerJobDuration = histogram(
+  'worker_job_duration_seconds',
+  'Duration of jobs run by this worker, by task (failures included).',
+  ['task'],
+  [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+);
+/**
+ * Jobs in the shared queue by state (ready, scheduled, running, failed): the same number seen from
+ * every worker, so aggregate it with max(), not sum().
+ */
+export const workerQueueDepth = gauge(
+  'worker_queue_depth',
+  'Jobs in the queue by state: ready (due), scheduled (future), running (locked), failed (no attempts left).',
+  ['state'],
+);
+
+/** How far each rollup level trails the raw price data. */
+export const rollupLag = gauge(
+  'rollup_lag_seconds',
+  'Age of the newest raw data not yet reflected in each rollup level.',
+  ['level'],
+);
+
+/** Socket.IO clients connected to this process, by namespace. */
+export const socketioConnectedClients = gauge(
+  'socketio_connected_clients',
+  'Socket.IO clients connected to this process, by namespace.',
+  ['namespace'],
+);

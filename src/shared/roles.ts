@@ -4,6 +4,11 @@ export interface RoleHandle {
   url?: string;
   /** Readiness turns 503 so load balancers stop sending new work. */
   beginDrain(): void;
-  /** Finishes in-flight work (bounded) and releases the role's resources. */
-  stop(): Promise<void>;
+  /**
+   * Finishes in-flight work and releases the role's resources. `graceMs` (SHUTDOWN_GRACE_SECONDS)
+   * bounds the wait: past it, connections are cut and jobs abandoned to be retried elsewhere.
+   */
+  stop(graceMs?: number): Promise<void>;
+  /** Throws while the role cannot do its work; feeds the readiness of a process without HTTP. */
+  check?(): Promise<void>;
 }

@@ -15,8 +15,11 @@ export interface Runtime {
 
 export async function createRuntime(config: Config, logger?: Logger): Promise<Runtime> {
   const log = logger ?? createLogger(config.LOG_LEVEL);
-  const pool = await createDatabasePool(config.DATABASE_URL);
-  const pgPool = createPgPool(config.DATABASE_URL);
+  const pool = await createDatabasePool(config.DATABASE_URL, {
+    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    connectionTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+  });
+  const pgPool = createPgPool(config.DATABASE_URL, 4, config.DATABASE_CONNECT_TIMEOUT_MS);
   let closed = false;
   return {
     config,

@@ -2,8 +2,11 @@ import { parseCrontab, run, type Runner, type TaskList } from 'graphile-worker';
 import { createTaskList, crontab, recurringTasks } from '../../workers/index.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
+import { instrumentTaskList } from './instrumentation.ts';
 import { workerLogger } from './logger.ts';
+import { startWorkerPresence } from './presence.ts';
 import { startRecurringTickers } from './recurring.ts';
+import { poolTracker, withBoundedStop } from './shutdown.ts';
 import type { Ticker } from './ticker.ts';
 
 export interface WorkerOptions {
@@ -11,20 +14,60 @@ export interface WorkerOptions {
   taskList?: TaskList;
 }
 
-/** Starts a graphile-worker runner on the runtime's pg pool; several may run on one database. */
+/**
+ * Starts a graphile-worker runner on the runtime's pg pool; several may run on one database. Jobs
+ * left locked by workers that died are released at start-up (see presence.ts).
+ */
 export async function startWorkerRunner(
   runtime: Runtime,
   options: WorkerOptions = {},
 ): Promise<Runner> {
-  return run({
-    pgPool: runtime.pgPool,
-    taskList: options.taskList ?? createTaskList(runtime),
-    // Always explicit, so graphile-worker never looks for a crontab file in the working directory.
-    parsedCronItems: parseCrontab(options.taskList ? '' : crontab.join('\n')),
-    concurrency: options.concurrency ?? 4,
-    noHandleSignals: true,
-    logger: workerLogger(runtime.logger),
+  const graceMs = runtime.config.SHUTDOWN_GRACE_SECONDS * 1000;
+  const presence = await startWorkerPresence({
+    connectionString: runtime.config.DATABASE_URL,
+    logger: runtime.logger,
   });
+  // One event stream for both listeners: presence locks per worker id, and the pool handle the
+  // bounded stop needs.
+  const tracker = poolTracker(presence.events);
+  let runner: Runner;
+  try {
+    runner = await run({
+      pgPool: runtime.pgPool,
+      taskList: instrumentTaskList(options.taskList ?? createTaskList(runtime)),
+      // Always explicit, so graphile-worker never looks for a crontab file in the working directory.
+      parsedCronItems: parseCrontab(options.taskList ? '' : crontab.join('\n')),
+      concurrency: options.concurrency ?? 4,
+      noHandleSignals: true,
+      logger: workerLogger(runtime.logger),
+      // Jobs see helpers.abortSignal fire when the shutdown grace is over.
+      gracefulShutdownAbortTimeout: graceMs,
+      events: tracker.events,
+      // Batched (even with no delay), completions and failures are flushed before stop()
+      // resolves; unbatched, graphile-worker does not wait for them and they could reach a
+      // pool the shutdown has already closed.
+      preset: { worker: { completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+    });
+  } catch (error) {
+    await presence.stop();
+    throw error;
+  }
+  await presence.sweep().catch((error: unknown) => {
+    runtime.logger.warn({ err: error }, 'could not release jobs of departed workers');
+  });
+  // However the runner ends (stop, fatal error), the presence connection closes with it.
+  void runner.promise.finally(() => presence.stop()).catch(() => {});
+  const bounded = withBoundedStop(runner, tracker.pool, graceMs, runtime.logger);
+  return {
+    ...bounded,
+    async stop(reason?: string) {
+      try {
+        await bounded.stop(reason);
+      } finally {
+        await presence.stop();
+      }
+    },
+  };
 }
 
 export interface Worker {

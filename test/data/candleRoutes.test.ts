@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
-import { rollupChecks } from '../../src/data/history/doctorChecks.ts';
+import { checkRollups } from '../../src/data/history/doctorChecks.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { createDataService } from '../../src/data/service.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
@@ -260,7 +260,7 @@ describe.each(MODES)('analyst candle routes, %s mode', (mode) => {
   });
 
   test('doctor and readiness show the rollup mode and the lag of every level', async () => {
-    const checks = await rollupChecks({ pool: runtime.pool });
+    const checks = await checkRollups({ pool: runtime.pool });
     expect(checks.find((c) => c.name === 'rollup mode')!.detail).toContain(
       mode === 'continuous' ? 'continuous aggregates' : 'rollup tables',
     );

@@ -20,12 +20,16 @@ export default async function globalSetup() {
     );
   }
   await withAdmin(async (client) => {
-    const leftovers = await client.query<{ datname: string }>(
-      `SELECT datname FROM pg_database WHERE datname LIKE $1 OR datname = $2`,
+    const leftovers = await client.query<{ datname: string; datistemplate: boolean }>(
+      `SELECT datname, datistemplate FROM pg_database WHERE datname LIKE $1 OR datname = $2`,
       [`${TEST_DB_PREFIX}%`, TEMPLATE_DB],
     );
-    for (const { datname } of leftovers.rows) {
-      await client.query(`ALTER DATABASE ${pg.escapeIdentifier(datname)} WITH IS_TEMPLATE false`);
+    for (const { datname, datistemplate } of leftovers.rows) {
+      // Only a template needs un-marking; ALTER on an "invalid" database (a drop cut short by a
+      // server restart) is a FATAL error that ends the session, while DROP still works.
+      if (datistemplate) {
+        await client.query(`ALTER DATABASE ${pg.escapeIdentifier(datname)} WITH IS_TEMPLATE false`);
+      }
       await dropDatabase(client, datname);
     }
     await client.query(`CREATE DATABASE ${pg.escapeIdentifier(TEMPLATE_DB)}`);

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { findSecretsInFile } from '../security/logScan.ts';
 import { dropDatabase, TEMPLATE_DB, withAdmin } from './database.ts';
 
 export default async function globalTeardown() {
@@ -8,4 +9,10 @@ export default async function globalTeardown() {
       .catch(() => {});
     await dropDatabase(client, TEMPLATE_DB);
   });
+  // With TEST_LOG_FILE, every runtime of the run logged there: no secret may be in it.
+  const logFile = process.env.TEST_LOG_FILE;
+  if (logFile) {
+    const found = findSecretsInFile(logFile);
+    if (found.length > 0) throw new Error(`secrets in ${logFile}:\n${found.join('\n')}`);
+  }
 }

@@ -1,3 +1,4 @@
+import { pino } from 'pino';
 import { loadConfig, type Config } from '../../src/shared/config.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime, type Runtime } from '../../src/shared/runtime.ts';
@@ -9,7 +10,23 @@ export interface TestRuntime extends Runtime {
   dispose(): Promise<void>;
 }
 
-/** A runtime on a fresh cloned database, silent unless TEST_LOG_LEVEL says otherwise. */
+/**
+ * Where the runtimes' logs go: with TEST_LOG_FILE, every runtime logs at debug level (or
+ * TEST_LOG_LEVEL) as JSON lines appended to that file, so the logs of a whole run can be scanned
+ * for secrets (test/security/logScan.test.ts, and the global teardown).
+ */
+function testLogger(level: string) {
+  const file = process.env.TEST_LOG_FILE;
+  if (!file) return createLogger(level);
+  const explicit = process.env.TEST_LOG_LEVEL;
+  return createLogger(
+    explicit && explicit !== 'silent' ? explicit : 'debug',
+    pino.destination({ dest: file, append: true, sync: true }),
+    'json',
+  );
+}
+
+/** A runtime on a fresh cloned database, silent unless TEST_LOG_LEVEL (or TEST_LOG_FILE) says otherwise. */
 export async function createTestRuntime(
   env: Partial<Record<keyof Config, string>> = {},
 ): Promise<TestRuntime> {
@@ -20,7 +37,7 @@ export async function createTestRuntime(
     ...env,
     DATABASE_URL: database.url,
   });
-  const runtime = await createRuntime(config, createLogger(config.LOG_LEVEL));
+  const runtime = await createRuntime(config, testLogger(config.LOG_LEVEL));
   return {
     ...runtime,
     database,

@@ -69,6 +69,17 @@ export function registerBackfillCommand(program: Command) {
     )
     .option('--quote <asset>', 'with --source: quote asset of the pair', 'USDT')
     .option('--json', 'print the summary as JSON')
+    .addHelpText(
+      'after',
+      `
+Exit code 1 when a file or slice failed or rows were rejected, 2 for usage errors.
+
+Examples:
+  $ platform backfill ./history/BTCUSDT-1m-2025-01.zip
+  $ platform backfill ./history --strict --json
+  $ platform backfill ./history --enqueue
+  $ platform backfill --source binance --code BTC --from 2025-01-01 --to 2025-02-01 --interval 1h`,
+    )
     .action(async (paths: string[], options: BackfillOptions, command: Command) => {
       const usage = (message: string) => command.error(`error: ${message}`, { exitCode: 2 });
       if (options.source) {

@@ -1,60 +1,69 @@
 import type { Command } from 'commander';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { rollupChecks } from '../../data/history/doctorChecks.ts';
+import type { Config } from '../../shared/config.ts';
+import type { Check, DoctorCheck, DoctorContext } from '../../shared/diagnostics.ts';
 import { pendingMigrations } from '../../shared/db/migrationState.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
 import { readTimescaleState } from '../../shared/db/timescale.ts';
 import { redactDsn } from '../../shared/logger.ts';
 import { serverExtensionState } from '../../shared/provision.ts';
+import { checkRollups } from '../../data/history/doctorChecks.ts';
+import { checkJobQueue, checkWorkers } from '../../worker/diagnostics.ts';
 import { workerCheck } from '../../worker/status.ts';
 import { configFromCommand, printJson } from '../context.ts';
+import { withExamples } from '../help.ts';
+import { EXIT } from '../exitCodes.ts';
 
-export interface Check {
-  name: string;
-  ok: boolean;
-  detail: string;
-  fix?: string;
-}
+export type { Check, DoctorCheck, DoctorContext };
 
-export type DoctorCheck = (ctx: DoctorContext) => Promise<Check[]>;
-export interface DoctorContext {
-  pool: Awaited<ReturnType<typeof createDatabasePool>>;
-}
+/**
+ * The checks modules contribute, run in this order once the database is reachable and migrated.
+ * A module adds its own here (rollup mode and lag: `checkRollups` from the rollup module).
+ * `workers` counts live worker processes by their heartbeats; `worker` checks that the harvest
+ * ticker has exactly one leader among the connected workers.
+ */
+export const EXTRA_CHECKS: DoctorCheck[] = [
+  checkWorkers,
+  workerCheck,
+  checkJobQueue,
+  checkFeed,
+  checkRollups,
+];
 
-/** Further checks registered by other modules (rollups, worker, feeds). */
-export const EXTRA_CHECKS: DoctorCheck[] = [workerCheck, rollupChecks];
-
-const freshnessRow = z.object({ newest: z.date().nullable(), currencies: z.number() });
-
-async function coreChecks(url: string): Promise<{ checks: Check[]; pool?: DoctorContext['pool'] }> {
-  const checks: Check[] = [];
+async function serverChecks(url: string): Promise<Check[]> {
   try {
     const server = await serverExtensionState(url);
-    checks.push({ name: 'database', ok: true, detail: `reachable at ${redactDsn(url)}` });
-    checks.push({
-      name: 'timescaledb',
-      ok: server.available && server.preloaded,
-      detail: server.available
-        ? server.preloaded
-          ? 'installed and preloaded'
-          : 'installed but not in shared_preload_libraries'
-        : 'not installed on the server',
-      fix: 'run `npm run db:provision` (root on Debian) or use `docker compose up`',
-    });
+    return [
+      { name: 'database', ok: true, detail: `reachable at ${redactDsn(url)}` },
+      {
+        name: 'timescaledb',
+        ok: server.available && server.preloaded,
+        detail: server.available
+          ? server.preloaded
+            ? 'installed and preloaded'
+            : 'installed but not in shared_preload_libraries'
+          : 'not installed on the server',
+        fix: 'run `npm run db:provision` (root on Debian) or use `docker compose up`',
+      },
+    ];
   } catch (error) {
-    checks.push({
-      name: 'database',
-      ok: false,
-      detail: `cannot connect to ${redactDsn(url)}: ${(error as Error).message}`,
-      fix: 'start PostgreSQL or set DATABASE_URL',
-    });
-    return { checks };
+    return [
+      {
+        name: 'database',
+        ok: false,
+        detail: `cannot connect to ${redactDsn(url)}: ${(error as Error).message}`,
+        fix: 'start PostgreSQL or set DATABASE_URL',
+      },
+    ];
   }
-  const pool = await createDatabasePool(url, { maxPoolSize: 2 });
-  try {
-    const ts = await readTimescaleState(pool);
-    checks.push({
+}
+
+async function schemaChecks({ pool }: DoctorContext): Promise<Check[]> {
+  const ts = await readTimescaleState(pool);
+  const pending = await pendingMigrations(pool);
+  return [
+    {
       name: 'edition',
       ok: ts.edition !== 'none',
       detail:
@@ -62,60 +71,112 @@ async function coreChecks(url: string): Promise<{ checks: Check[]; pool?: Doctor
           ? 'extension not created in this database'
           : `TimescaleDB ${ts.installedVersion} (${ts.edition} edition, license ${ts.license})`,
       fix: 'run `platform migrate`',
-    });
-    const pending = await pendingMigrations(pool);
-    checks.push({
+    },
+    {
       name: 'migrations',
       ok: pending.length === 0,
       detail: pending.length ? `pending: ${pending.join(', ')}` : 'all applied',
-      fix: 'run `platform migrate`',
-    });
-    if (pending.length === 0) {
-      const fresh = await pool.one(sql.type(freshnessRow)`
-        SELECT max(observed_at) AS newest, count(*)::int AS currencies FROM currency_snapshots
-      `);
-      const ageSeconds = fresh.newest ? (Date.now() - fresh.newest.getTime()) / 1000 : null;
-      checks.push({
-        name: 'feed',
-        ok: ageSeconds !== null && ageSeconds < 120,
-        detail:
-          ageSeconds === null
-            ? 'no prices harvested yet'
-            : `${fresh.currencies} currencies, newest price ${Math.round(ageSeconds)} s old`,
-        fix: 'start the worker (`platform start --role worker`) so the harvester runs',
-      });
-    }
-    return { checks, pool };
-  } catch (error) {
+      fix: 'run `platform migrate` (or restart a `platform start`, which migrates)',
+    },
+  ];
+}
+
+const freshnessRow = z.object({
+  newest: z.date().nullable(),
+  currencies: z.number(),
+  fresh: z.number(),
+});
+
+/** How old a newest price may be before the feed counts as stale. */
+export function feedStaleAfterSeconds(config: Config): number {
+  return Math.max(120, config.HARVEST_INTERVAL_SECONDS * 10);
+}
+
+async function checkFeed({ pool, config }: DoctorContext): Promise<Check[]> {
+  const staleAfter = feedStaleAfterSeconds(config);
+  const feed = await pool.one(sql.type(freshnessRow)`
+    SELECT max(observed_at) AS newest, count(*)::int AS currencies,
+           count(*) FILTER (WHERE observed_at > now() - make_interval(secs => ${staleAfter}))::int AS fresh
+    FROM currency_snapshots
+  `);
+  const ageSeconds = feed.newest ? (Date.now() - feed.newest.getTime()) / 1000 : null;
+  return [
+    {
+      name: 'feed',
+      ok: ageSeconds !== null && ageSeconds < staleAfter,
+      detail:
+        ageSeconds === null
+          ? 'no prices harvested yet'
+          : `newest price ${Math.round(ageSeconds)} s old; ${feed.fresh} of ${feed.currencies} ` +
+            `currencies priced in the last ${staleAfter} s`,
+      fix:
+        'start a worker (`platform start --role worker`) so the harvester runs; if one runs, ' +
+        'its log and harvest_source_fetch_errors_total say why the sources fail',
+    },
+  ];
+}
+
+/** Runs every check; module checks run only once the schema they read is in place. */
+export async function runDoctor(config: Config): Promise<Check[]> {
+  const checks = await serverChecks(config.DATABASE_URL);
+  if (!checks.find((c) => c.name === 'database')?.ok) return checks;
+  const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 2 });
+  try {
+    const ctx: DoctorContext = { pool, config };
+    const schema = await schemaChecks(ctx);
+    checks.push(...schema);
+    if (!schema.every((c) => c.ok)) return checks;
+    for (const extra of EXTRA_CHECKS) checks.push(...(await runCheck(extra, ctx)));
+    return checks;
+  } finally {
     await pool.end();
-    throw error;
   }
 }
 
+/** A check that throws is a failed check with its message, not a crashed doctor. */
+async function runCheck(check: DoctorCheck, ctx: DoctorContext): Promise<Check[]> {
+  try {
+    return await check(ctx);
+  } catch (error) {
+    const name = check.name.replace(/^check|Check$/g, '').toLowerCase() || 'check';
+    return [{ name, ok: false, detail: `check failed: ${(error as Error).message}` }];
+  }
+}
+
+function printChecks(checks: Check[]) {
+  for (const c of checks) {
+    process.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(12)} ${c.detail}\n`);
+    if (!c.ok && c.fix) process.stdout.write(`      ${''.padEnd(12)} fix: ${c.fix}\n`);
+  }
+  const failed = checks.filter((c) => !c.ok).map((c) => c.name);
+  process.stdout.write(
+    failed.length
+      ? `\n${failed.length} problem(s): ${failed.join(', ')}\n`
+      : `\nhealthy: all ${checks.length} checks passed\n`,
+  );
+}
+
 export function registerDoctorCommand(program: Command) {
-  program
+  const doctor = program
     .command('doctor')
-    .description('Check database, extension, edition, migrations, worker and feed; say what to fix')
-    .option('--json', 'print the checks as JSON')
-    .action(async (options: { json?: boolean }, command: Command) => {
-      const config = configFromCommand(command);
-      const { checks, pool } = await coreChecks(config.DATABASE_URL);
-      if (pool) {
-        try {
-          for (const extra of EXTRA_CHECKS) checks.push(...(await extra({ pool })));
-        } finally {
-          await pool.end();
-        }
-      }
-      const healthy = checks.every((c) => c.ok);
-      if (options.json) {
-        printJson({ healthy, checks });
-      } else {
-        for (const c of checks) {
-          process.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(12)} ${c.detail}\n`);
-          if (!c.ok && c.fix) process.stdout.write(`      ${''.padEnd(12)} fix: ${c.fix}\n`);
-        }
-      }
-      process.exitCode = healthy ? 0 : 1;
-    });
+    .description(
+      'Check database, extension, edition, migrations, workers, job queue and feed; say what to fix',
+    )
+    .option('--json', 'print {"healthy", "checks": [{"name", "ok", "detail", "fix"}]}');
+  withExamples(
+    doctor,
+    [
+      'platform doctor',
+      "platform doctor --json | jq '.checks[] | select(.ok == false)'",
+      'DATABASE_URL=postgres://platform@db:5432/platform platform doctor',
+    ],
+    'Exit code 0 when every check passes, 1 otherwise, 2 for bad configuration.',
+  ).action(async (options: { json?: boolean }, command: Command) => {
+    const config = configFromCommand(command);
+    const checks = await runDoctor(config);
+    const healthy = checks.every((c) => c.ok);
+    if (options.json) printJson({ healthy, checks });
+    else printChecks(checks);
+    process.exitCode = healthy ? EXIT.ok : EXIT.failure;
+  });
 }

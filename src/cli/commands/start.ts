@@ -1,29 +1,48 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Option, type Command } from 'commander';
 import { sql } from 'slonik';
 import { startDataRole } from '../../data/start.ts';
 import { startWorkerRole } from '../../worker/start.ts';
+import { withWorkerOperations } from '../../worker/operations.ts';
 import { createToken, revokeToken } from '../../data/tokens/tokenStore.ts';
 import type { Config } from '../../shared/config.ts';
 import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
+import { startOpsListener } from '../../shared/http/opsServer.ts';
 import { createLogger, type Logger } from '../../shared/logger.ts';
 import { runProvisioning, serverExtensionState } from '../../shared/provision.ts';
 import type { RoleHandle } from '../../shared/roles.ts';
 import { createRuntime, type Runtime } from '../../shared/runtime.ts';
+import { shutdownTelemetry } from '../../shared/telemetry.ts';
 import { configFromCommand } from '../context.ts';
+import { withExamples } from '../help.ts';
 
-type RoleStarter = (runtime: Runtime) => Promise<RoleHandle>;
+/** What the start command hands every role besides the runtime. */
+export interface RoleOptions {
+  /** `docs`: the API serves its reference without market data. */
+  profile: 'default' | 'docs';
+  /** The data token for the API: DATA_TOKEN, or one made here when the data role runs too. */
+  dataToken?: string;
+  /** Where the data role of this process listens, once it does (the API's default DATA_URL). */
+  dataUrl?: string;
+}
 
-// Each process role the platform can run; `all` runs every one of them in this process.
+type RoleStarter = (runtime: Runtime, options: RoleOptions) => Promise<RoleHandle>;
+
+// Each process role the platform can run; `all` runs every one of them in this process, in
+// this order (the API after the data module it calls).
 export const ROLES: Record<string, RoleStarter> = {
   data: startDataRole,
-  worker: startWorkerRole,
+  // Loaded on demand: its image and password libraries would slow every other command's start.
+  api: async (runtime, options) =>
+    (await import('../../api/start.ts')).startApiRole(runtime, options),
+  worker: withWorkerOperations(startWorkerRole),
 };
 
 const LOCAL_TOKEN_NAME = 'local-start';
 
 export function registerStartCommand(program: Command) {
-  program
+  const start = program
     .command('start')
     .description('Provision (if needed), migrate and run the platform')
     .addOption(
@@ -31,15 +50,33 @@ export function registerStartCommand(program: Command) {
         .choices(['all', ...Object.keys(ROLES)])
         .default('all'),
     )
-    .action(async (options: { role: string }, command: Command) => {
-      const config = configFromCommand(command);
-      const logger = createLogger(config.LOG_LEVEL);
-      await startPlatform(
-        config,
-        logger,
-        options.role === 'all' ? Object.keys(ROLES) : [options.role],
-      );
-    });
+    .addOption(
+      new Option('--profile <profile>', 'docs: the API serves its reference without market data')
+        .choices(['default', 'docs'])
+        .default('default'),
+    );
+  withExamples(
+    start,
+    [
+      'platform start',
+      'platform start --role data --platform.load.currency=false',
+      'platform start --role api --profile docs',
+      'WORKER_METRICS_PORT=9465 platform start --role worker',
+      'SHUTDOWN_DRAIN_SECONDS=5 SHUTDOWN_GRACE_SECONDS=20 platform start --role data',
+    ],
+    'Runs until SIGTERM or SIGINT: readiness turns 503, in-flight work finishes within\n' +
+      'SHUTDOWN_GRACE_SECONDS, then it exits 0; a second signal exits at once.\n' +
+      'Configuration comes from the environment: see docs/configuration.md.',
+  ).action(async (options: { role: string; profile: RoleOptions['profile'] }, command: Command) => {
+    const config = configFromCommand(command);
+    const logger = createLogger(config.LOG_LEVEL);
+    await startPlatform(
+      config,
+      logger,
+      options.role === 'all' ? Object.keys(ROLES) : [options.role],
+      options.profile,
+    );
+  });
 }
 
 export async function ensureTimescale(config: Config, logger: Logger) {
@@ -55,7 +92,12 @@ export async function ensureTimescale(config: Config, logger: Logger) {
   }
 }
 
-export async function startPlatform(config: Config, logger: Logger, roles: string[]) {
+export async function startPlatform(
+  config: Config,
+  logger: Logger,
+  roles: string[],
+  profile: RoleOptions['profile'] = 'default',
+) {
   await ensureTimescale(config, logger);
   await ensureDatabase(config.DATABASE_URL);
   const { applied } = await migrate(config.DATABASE_URL, logger);
@@ -64,20 +106,33 @@ export async function startPlatform(config: Config, logger: Logger, roles: strin
   const runtime = await createRuntime(config, logger);
   const handles: RoleHandle[] = [];
   installShutdown(handles, runtime, logger);
+  // Without DATA_TOKEN, a data role in this process gets a fresh local token, which the API
+  // role uses to call it and the person at the terminal gets to try it.
+  const localToken =
+    roles.includes('data') && !config.DATA_TOKEN ? await createLocalToken(runtime) : undefined;
+  const options: RoleOptions = { profile, dataToken: config.DATA_TOKEN ?? localToken };
   for (const role of roles) {
     const starter = ROLES[role];
     if (!starter) throw new Error(`unknown role '${role}'`);
-    handles.push(await starter(runtime));
+    const handle = await starter(runtime, options);
+    if (handle.name === 'data' && !config.DATA_URL) options.dataUrl = handle.url;
+    handles.push(handle);
   }
-  await announce(runtime, handles);
+  // Probes and Prometheus need an HTTP port even where no role serves one (a lone worker).
+  if (!handles.some((h) => h.url)) handles.push(await startOpsListener(runtime, [...handles]));
+  await announce(runtime, handles, localToken);
+}
+
+async function createLocalToken(runtime: Runtime): Promise<string> {
+  await revokeToken(runtime.pool, LOCAL_TOKEN_NAME).catch(() => {});
+  const { token } = await createToken(runtime.pool, LOCAL_TOKEN_NAME, ['read', 'write']);
+  return token;
 }
 
 /** Tells the person at the terminal where things listen and hands them a working token. */
-async function announce(runtime: Runtime, handles: RoleHandle[]) {
+async function announce(runtime: Runtime, handles: RoleHandle[], token: string | undefined) {
   const lines = handles.filter((h) => h.url).map((h) => `  ${h.name.padEnd(6)} ${h.url}`);
-  if (handles.some((h) => h.name === 'data') && !runtime.config.DATA_TOKEN) {
-    await revokeToken(runtime.pool, LOCAL_TOKEN_NAME).catch(() => {});
-    const { token } = await createToken(runtime.pool, LOCAL_TOKEN_NAME, ['read', 'write']);
+  if (token) {
     const dataUrl = handles.find((h) => h.name === 'data')?.url;
     lines.push(
       '',
@@ -91,7 +146,15 @@ async function announce(runtime: Runtime, handles: RoleHandle[]) {
   );
 }
 
+/**
+ * SIGTERM/SIGINT: readiness turns 503 at once; during SHUTDOWN_DRAIN_SECONDS the process still
+ * serves (load balancers notice and stop routing to it); then every role stops taking work and
+ * finishes what is in flight within SHUTDOWN_GRACE_SECONDS; then the pools close and the process
+ * exits 0 (1 if the grace ran out). A second signal exits at once; a hard deadline backs it all.
+ */
 function installShutdown(handles: RoleHandle[], runtime: Runtime, logger: Logger) {
+  const drainMs = runtime.config.SHUTDOWN_DRAIN_SECONDS * 1000;
+  const graceMs = runtime.config.SHUTDOWN_GRACE_SECONDS * 1000;
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) {
@@ -99,13 +162,32 @@ function installShutdown(handles: RoleHandle[], runtime: Runtime, logger: Logger
       process.exit(1);
     }
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    armHardDeadline(drainMs + graceMs + HARD_DEADLINE_MARGIN_MS, logger);
+    logger.info({ signal, drainMs, graceMs }, 'shutting down: readiness is now 503');
     for (const handle of handles) handle.beginDrain();
-    await Promise.allSettled(handles.map((h) => h.stop()));
+    if (drainMs > 0) await sleep(drainMs);
+    logger.info('draining done; finishing in-flight work');
+    const finished = await Promise.race([
+      Promise.allSettled(handles.map((h) => h.stop(graceMs))).then(() => true),
+      // Roles bound their own stop by the grace; this margin only covers a role that does not.
+      sleep(graceMs + STOP_MARGIN_MS, false, { ref: false }),
+    ]);
+    if (!finished) logger.warn('in-flight work outlived the grace period; closing anyway');
     await runtime.close();
+    await shutdownTelemetry();
     logger.info('stopped');
-    process.exit(0);
+    process.exit(finished ? 0 : 1);
   };
   process.on('SIGTERM', (s) => void shutdown(s));
   process.on('SIGINT', (s) => void shutdown(s));
+}
+
+const STOP_MARGIN_MS = 2_000;
+const HARD_DEADLINE_MARGIN_MS = 5_000;
+
+function armHardDeadline(ms: number, logger: Logger) {
+  setTimeout(() => {
+    logger.error({ ms }, 'shutdown did not complete in time: exiting');
+    process.exit(1);
+  }, ms).unref();
 }

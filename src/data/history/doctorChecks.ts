@@ -1,4 +1,4 @@
-import type { Check, DoctorContext } from '../../cli/commands/doctor.ts';
+import type { Check, DoctorContext } from '../../shared/diagnostics.ts';
 import { LEVELS } from './levels.ts';
 import { readRollupStatus, type RollupStatus } from './rollupState.ts';
 
@@ -9,7 +9,8 @@ import { readRollupStatus, type RollupStatus } from './rollupState.ts';
 const SLACK_SECONDS = 15 * 60;
 const allowedLag = (widthSeconds: number) => 3 * widthSeconds + SLACK_SECONDS;
 
-export async function rollupChecks({ pool }: DoctorContext): Promise<Check[]> {
+/** Rollup mode, each level's watermark and lag, and backfills waiting (for `platform doctor`). */
+export async function checkRollups({ pool }: Pick<DoctorContext, 'pool'>): Promise<Check[]> {
   let status: RollupStatus;
   try {
     status = await readRollupStatus(pool);

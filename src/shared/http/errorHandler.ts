@@ -47,6 +47,8 @@ function isDatabaseUnavailable(error: unknown): boolean {
     return true;
   }
   const code = (error as { code?: string }).code;
+  // The raw pg pool once closed (shutdown under way): the database is gone for this process.
+  if ((error as Error).message === 'Cannot use a pool after calling end on the pool') return true;
   return (
     code === 'ECONNREFUSED' ||
     code === 'ECONNRESET' ||

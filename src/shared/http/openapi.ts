@@ -36,6 +36,7 @@ const docsPage = (title: string) => `<!doctype html>
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>${title} — API reference</title>
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+  <link rel="alternate" type="application/json" href="/openapi.json" title="OpenAPI document">
 </head>
 <body>
   <div id="reference"></div>

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { trace } from '@opentelemetry/api';
 import type { Context, Next } from 'koa';
 import type { Logger } from '../logger.ts';
 import { httpActiveRequests, httpRequestDuration } from '../metrics.ts';
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+const OPERATIONAL_PATH = /^\/(metrics|health\/(live|ready)|actuator\/health)$/;
 
 /**
  * Gives every request an id (the caller's X-Request-Id when it is sane), a child logger carrying
@@ -15,6 +17,7 @@ export function requestContext(service: string, logger: Logger) {
     const requestId = REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
     ctx.set('X-Request-Id', requestId);
     ctx.state.requestId = requestId;
+    trace.getActiveSpan()?.setAttribute('http.request.id', requestId);
     ctx.state.logger = logger.child({ requestId });
     const started = process.hrtime.bigint();
     httpActiveRequests.inc({ service });
@@ -28,7 +31,13 @@ export function requestContext(service: string, logger: Logger) {
         { service, method: ctx.method, route: String(route), status_code: String(ctx.status) },
         seconds,
       );
-      const level = ctx.status >= 500 ? 'error' : 'info';
+      // Probes and scrapes arrive every few seconds; they only matter when they fail.
+      const level =
+        ctx.status >= 500
+          ? 'error'
+          : OPERATIONAL_PATH.test(ctx.path) && ctx.status < 400
+            ? 'debug'
+            : 'info';
       (ctx.state.logger as Logger)[level](
         {
           method: ctx.method,

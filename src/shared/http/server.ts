@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 
 export interface RunningServer {
@@ -16,6 +17,7 @@ export async function listen(app: Koa, host: string, port: number): Promise<Runn
   // Slow clients must not hold sockets forever.
   server.headersTimeout = 30_000;
   server.requestTimeout = 120_000;
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -31,6 +33,34 @@ export async function listen(app: Koa, host: string, port: number): Promise<Runn
     url: `http://${shownHost === '0.0.0.0' ? '127.0.0.1' : shownHost}:${address.port}`,
     close: (graceMs = 10_000) => closeServer(server, graceMs),
   };
+}
+
+// Requests Node's HTTP parser refuses before the app sees them (a request line or headers over
+// the size limit, malformed HTTP, a slow client) still get the contract's JSON error body.
+const PARSER_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'The request line or headers are too large.'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'The request took too long to arrive.'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'payload_too_large', 'Chunk extensions are too large.'],
+};
+
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex) {
+  if (!socket.writable || (socket as { _httpMessage?: unknown })._httpMessage) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] = PARSER_ERRORS[error.code ?? ''] ?? [
+    400,
+    'bad_request',
+    'Malformed HTTP request.',
+  ];
+  const body = JSON.stringify({ error: { code, message, details: [] } });
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
 }
 
 function closeServer(server: http.Server, graceMs: number): Promise<void> {

@@ -8,6 +8,7 @@ import { errorHandler } from './errorHandler.ts';
 import { mountHealthRoutes, Readiness } from './health.ts';
 import { mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
 import { requestContext } from './requestContext.ts';
+import { requestDeadline } from './requestDeadline.ts';
 import type { RouteRegistry } from './routes.ts';
 
 export interface HttpServiceOptions {
@@ -18,10 +19,15 @@ export interface HttpServiceOptions {
   readiness?: Readiness;
   /** Largest JSON/text body accepted, e.g. '1mb'. */
   jsonLimit?: string;
-  /** Middleware placed after the common stack and before the routes (sessions, CSRF, …). */
-  middleware?: Koa.Middleware[];
+  /**
+   * Middleware placed after the common stack and before the routes (sessions, CSRF, …); a
+   * function receives the app first, for middleware that must configure it (koa-session).
+   */
+  middleware?: Koa.Middleware[] | ((app: Koa) => Koa.Middleware[]);
   /** Extra routes mounted beside the declared ones (static assets, …). */
   extend?: (router: Router) => void;
+  /** A request not finished within this answers 503 (a dependency hanging). */
+  requestTimeoutMs?: number;
   /** Trust X-Forwarded-* headers (behind a reverse proxy). */
   proxy?: boolean;
 }
@@ -37,6 +43,7 @@ export function createHttpService(options: HttpServiceOptions) {
 
   app.use(requestContext(options.name, options.logger));
   app.use(errorHandler(options.logger));
+  if (options.requestTimeoutMs) app.use(requestDeadline(options.requestTimeoutMs));
   app.use(helmet());
   const parseBody = koaBody({
     json: true,
@@ -50,11 +57,15 @@ export function createHttpService(options: HttpServiceOptions) {
       throw error;
     },
   });
+  const middleware =
+    typeof options.middleware === 'function' ? options.middleware(app) : options.middleware;
+  for (const each of middleware ?? []) app.use(each);
+  // Bodies are read after the service's middleware (sessions, cross-site defence): a request
+  // refused there is refused before its body is read, and body errors see the session.
   app.use(async (ctx, next) => {
     if (options.routes.takesRawBody(ctx.method, ctx.path)) await next();
     else await parseBody(ctx, next);
   });
-  for (const middleware of options.middleware ?? []) app.use(middleware);
 
   mountHealthRoutes(router, readiness);
   router.get('/metrics', async (ctx) => {

@@ -1,0 +1,85 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+
+// The web dashboard: a few static files from src/api/public, plus uPlot from node_modules (no
+// CDN). Everything is read once at start, answered with an ETag and `no-cache` (the browser
+// revalidates and gets a 304 while nothing changed), and under a strict Content-Security-Policy:
+// scripts and styles from our own origin only, no inline code.
+
+const PUBLIC_DIR = fileURLToPath(new URL('./public/', import.meta.url));
+const require = createRequire(import.meta.url);
+const UPLOT_DIR = path.dirname(require.resolve('uplot/dist/uPlot.esm.js'));
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
+
+export const DASHBOARD_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+function asset(file: string): Asset {
+  const body = readFileSync(file);
+  return {
+    body,
+    type: TYPES[path.extname(file)] ?? 'application/octet-stream',
+    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+  };
+}
+
+/** URL path → file, the whole dashboard. */
+function dashboardAssets(): Map<string, Asset> {
+  const inPublic = (name: string) => path.join(PUBLIC_DIR, name);
+  return new Map([
+    ['/', asset(inPublic('index.html'))],
+    ['/app/app.js', asset(inPublic('app.js'))],
+    ['/app/api.js', asset(inPublic('api.js'))],
+    ['/app/chart.js', asset(inPublic('chart.js'))],
+    ['/app/format.js', asset(inPublic('format.js'))],
+    ['/app/styles.css', asset(inPublic('styles.css'))],
+    ['/app/favicon.svg', asset(inPublic('favicon.svg'))],
+    ['/app/vendor/uPlot.esm.js', asset(path.join(UPLOT_DIR, 'uPlot.esm.js'))],
+    ['/app/vendor/uPlot.min.css', asset(path.join(UPLOT_DIR, 'uPlot.min.css'))],
+  ]);
+}
+
+export function mountDashboard(router: Router) {
+  const assets = dashboardAssets();
+  const serve = (ctx: Context) => {
+    const found = assets.get(ctx.path);
+    if (!found) return;
+    ctx.set('Content-Security-Policy', DASHBOARD_CSP);
+    ctx.set('Cache-Control', 'no-cache');
+    ctx.set('ETag', found.etag);
+    if (ctx.get('if-none-match') === found.etag) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.type = found.type;
+    ctx.body = found.body;
+  };
+  for (const route of assets.keys()) router.get(route, serve);
+}

@@ -1,0 +1,166 @@
+import { z } from 'zod';
+import { DependencyUnavailableError } from '../shared/errors.ts';
+import type { Logger } from '../shared/logger.ts';
+import { counter } from '../shared/metrics.ts';
+
+// The API's one way to market data: the data module over HTTP, with its service token.
+
+const displayCurrency = z.object({
+  currencyName: z.string(),
+  currencyCode: z.string(),
+  value: z.number(),
+  logoUrl: z.string(),
+  lastUpdated: z.string(),
+});
+export type DisplayCurrency = z.infer<typeof displayCurrency>;
+
+const currencyList = z.object({ currencies: z.array(displayCurrency) });
+const timeValues = z.array(z.object({ timestamp: z.string(), value: z.number() }));
+
+export interface PricePoint {
+  /** Bucket start, epoch milliseconds. */
+  time: number;
+  value: number;
+}
+
+export interface DataClientOptions {
+  baseUrl: string;
+  token?: string;
+  timeoutMs: number;
+  /** How long a snapshot of current prices is reused; 0 disables the cache. */
+  cacheMs: number;
+  logger: Logger;
+}
+
+const dataCalls = counter(
+  'api_data_module_requests_total',
+  'Calls of the API to the data module.',
+  ['route', 'outcome'],
+);
+
+const UNAVAILABLE = 'The market-data module is unavailable; try again shortly.';
+const PAGE = 1000;
+
+export class DataClient {
+  private readonly options: DataClientOptions;
+  private snapshot: { at: number; byCode: Map<string, DisplayCurrency> } | undefined;
+  private inflight: Promise<Map<string, DisplayCurrency>> | undefined;
+
+  constructor(options: DataClientOptions) {
+    this.options = { ...options, baseUrl: options.baseUrl.replace(/\/$/, '') };
+  }
+
+  /**
+   * Current price of every priced currency by code; reused for `cacheMs`, one fetch at a time.
+   * `fresh` asks the data module now and leaves the cache alone (the live gateway's re-reads
+   * must neither see nor change what the HTTP routes reuse).
+   */
+  async currentPrices(options: { fresh?: boolean } = {}): Promise<Map<string, DisplayCurrency>> {
+    if (options.fresh) return this.fetchSnapshot(false);
+    const cached = this.snapshot;
+    if (cached && Date.now() - cached.at < this.options.cacheMs) return cached.byCode;
+    this.inflight ??= this.fetchSnapshot().finally(() => {
+      this.inflight = undefined;
+    });
+    return this.inflight;
+  }
+
+  async currentPrice(code: string): Promise<DisplayCurrency | undefined> {
+    return (await this.currentPrices()).get(code.toUpperCase());
+  }
+
+  /** Price history at the data module's resolution rules; an unknown code or no data gives []. */
+  async history(code: string, hours: number, intervalSeconds: number): Promise<PricePoint[]> {
+    const path = `/data/currency/history/${encodeURIComponent(code)}?hours=${hours}&intervalSeconds=${intervalSeconds}`;
+    const response = await this.request(path, 'history');
+    if (response.status === 204 || response.status === 404) {
+      await response.body?.cancel();
+      return [];
+    }
+    const points = await this.readJson(response, 'history', timeValues);
+    return points.map((p) => ({ time: Date.parse(p.timestamp), value: p.value }));
+  }
+
+  /** Readiness: the data module answers and accepts our token. */
+  async ping(): Promise<void> {
+    const response = await this.request('/data/currency/all?limit=1', 'ping');
+    await response.body?.cancel();
+  }
+
+  private async fetchSnapshot(store = true): Promise<Map<string, DisplayCurrency>> {
+    const byCode = new Map<string, DisplayCurrency>();
+    // The data module pages its list (at most PAGE a request); a short page is the last.
+    for (let offset = 0; ; offset += PAGE) {
+      const response = await this.request(
+        `/data/currency/all?limit=${PAGE}&offset=${offset}`,
+        'all',
+      );
+      const { currencies } = await this.readJson(response, 'all', currencyList);
+      for (const c of currencies) byCode.set(c.currencyCode, c);
+      if (currencies.length < PAGE) break;
+    }
+    if (store) this.snapshot = { at: Date.now(), byCode };
+    return byCode;
+  }
+
+  /** Any answer the API can use (2xx, 404); everything else becomes a 503 for our caller. */
+  private async request(path: string, route: string): Promise<Response> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.options.baseUrl}${path}`, {
+        headers: {
+          accept: 'application/json',
+          ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
+        },
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+    } catch (error) {
+      dataCalls.inc({ route, outcome: 'unreachable' });
+      this.options.logger.warn(
+        { reason: describeFailure(error), route },
+        'data module unreachable',
+      );
+      throw new DependencyUnavailableError(UNAVAILABLE, error);
+    }
+    if (response.ok || response.status === 404) {
+      dataCalls.inc({ route, outcome: 'ok' });
+      return response;
+    }
+    await response.body?.cancel();
+    dataCalls.inc({ route, outcome: `status_${response.status}` });
+    const level = response.status === 401 || response.status === 403 ? 'error' : 'warn';
+    this.options.logger[level](
+      { status: response.status, route },
+      response.status === 401 || response.status === 403
+        ? 'the data module refused our token (check DATA_TOKEN)'
+        : 'the data module answered with an error',
+    );
+    throw new DependencyUnavailableError(UNAVAILABLE);
+  }
+
+  private async readJson<T>(response: Response, route: string, schema: z.ZodType<T>): Promise<T> {
+    let body: unknown;
+    try {
+      body = await response.json();
+    } catch (error) {
+      dataCalls.inc({ route, outcome: 'broken_body' });
+      throw new DependencyUnavailableError(UNAVAILABLE, error);
+    }
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) {
+      dataCalls.inc({ route, outcome: 'unexpected_body' });
+      this.options.logger.error(
+        { route, issues: parsed.error.issues },
+        'unexpected data-module answer',
+      );
+      throw new DependencyUnavailableError(UNAVAILABLE, parsed.error);
+    }
+    return parsed.data;
+  }
+}
+
+function describeFailure(error: unknown): string {
+  if (error instanceof Error && error.name === 'TimeoutError') return 'timed out';
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
+}

@@ -1,0 +1,428 @@
+import { io } from '/websocket/socket.io.esm.min.js';
+import { api } from './api.js';
+import { PriceChart } from './chart.js';
+import { money, percent, price, shares } from './format.js';
+
+// The dashboard: REST for sign-in, history and changes; Socket.IO (/websocket, namespace
+// /trader) for live prices and portfolio values. Every failure is shown to the person.
+
+const $ = (selector) => document.querySelector(selector);
+
+const state = {
+  signedIn: false,
+  account: null,
+  currencies: new Map(), // code → { name, value, first, timestamp }
+  chartCode: null,
+  chartRange: { hours: 1, intervalSeconds: 60 },
+  socket: null,
+};
+
+// ---------- errors and notices ----------
+
+function toast(message, kind = 'error') {
+  const item = document.createElement('div');
+  item.className = `toast toast-${kind}`;
+  item.textContent = message;
+  const close = document.createElement('button');
+  close.type = 'button';
+  close.className = 'toast-close';
+  close.setAttribute('aria-label', 'Dismiss');
+  close.textContent = '×';
+  close.addEventListener('click', () => item.remove());
+  item.append(close);
+  $('#toasts').append(item);
+  setTimeout(() => item.remove(), kind === 'error' ? 8000 : 4000);
+}
+
+async function attempt(work, { button } = {}) {
+  if (button) button.disabled = true;
+  try {
+    return await work();
+  } catch (error) {
+    toast(error?.message ?? String(error));
+    return undefined;
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+window.addEventListener('unhandledrejection', (event) => {
+  toast(event.reason?.message ?? 'Something went wrong');
+});
+
+// ---------- connection ----------
+
+function setConnection(text, kind) {
+  const pill = $('#connection');
+  pill.textContent = text;
+  pill.className = `pill pill-${kind}`;
+}
+
+function connect() {
+  state.socket?.disconnect();
+  const socket = io('/trader', {
+    path: '/websocket',
+    transports: ['websocket', 'polling'],
+    // Called at every (re)connection: the server follows these codes at once and answers with
+    // a snapshot of their current values, so nothing stays stale after a reconnection.
+    // batch: one `prices` event per harvest cycle rather than a `price` event per currency.
+    auth: (send) => send({ codes: [...state.currencies.keys()].slice(0, 500), batch: true }),
+  });
+  socket.on('connect', () => setConnection('Live', 'live'));
+  socket.on('disconnect', (reason) => {
+    setConnection('Reconnecting…', 'warn');
+    if (reason === 'io server disconnect') socket.connect();
+  });
+  socket.on('connect_error', (error) => {
+    setConnection('Offline', 'error');
+    if (!socket.active) {
+      toast(`Live updates unavailable: ${error.message}`);
+      setTimeout(() => socket.connect(), 3000);
+    }
+  });
+  socket.on('snapshot', (snapshot) => {
+    for (const p of snapshot.prices) applyPrice(p, false);
+    if (snapshot.portfolio) renderPortfolio(snapshot.portfolio);
+    if (snapshot.error) toast(snapshot.error.message);
+  });
+  socket.on('price', (p) => queuePrice(p));
+  socket.on('prices', ({ timestamp, values }) => {
+    for (const [code, value] of Object.entries(values)) queuePrice({ code, value, timestamp });
+  });
+  socket.on('portfolio', (portfolio) => {
+    renderPortfolio(portfolio);
+    flash($('#total-worth'));
+  });
+  state.socket = socket;
+}
+
+// ---------- prices ----------
+
+const FLASH = {
+  up: 'rgba(52, 211, 153, 0.28)',
+  down: 'rgba(248, 113, 113, 0.28)',
+  neutral: 'rgba(45, 212, 191, 0.22)',
+};
+
+// Web Animations, not class toggling: restarting a CSS animation forces a layout per row.
+function flash(element, direction = 'neutral') {
+  element?.animate([{ backgroundColor: FLASH[direction] }, { backgroundColor: 'transparent' }], {
+    duration: 900,
+    easing: 'ease-out',
+  });
+}
+
+// Prices arrive in bursts (one per currency each harvest): apply them once per frame.
+let queued = new Map();
+function queuePrice(p) {
+  if (queued.size === 0) requestAnimationFrame(flushPrices);
+  queued.set(p.code, p);
+}
+function flushPrices() {
+  const batch = queued;
+  queued = new Map();
+  for (const p of batch.values()) applyPrice(p, true);
+}
+
+function applyPrice({ code, value, timestamp }, live) {
+  const entry = state.currencies.get(code);
+  if (!entry) return;
+  const before = entry.value;
+  entry.value = value;
+  entry.timestamp = timestamp;
+  const row = document.querySelector(`#price-table tr[data-code="${code}"]`);
+  if (row) {
+    row.querySelector('.value').textContent = price(value);
+    renderChange(row.querySelector('.change'), entry);
+    if (live && value !== before) flash(row, value > before ? 'up' : 'down');
+  }
+  if (code === state.chartCode) {
+    $('#chart-price').textContent = price(value);
+    if (live) chart.extend(timestamp, value);
+  }
+}
+
+function renderChange(cell, entry) {
+  const change = ((entry.value - entry.first) / entry.first) * 100;
+  cell.textContent = percent(change);
+  cell.className = `num change ${change > 0 ? 'up' : change < 0 ? 'down' : ''}`;
+}
+
+function renderPriceTable() {
+  const body = $('#price-table tbody');
+  body.replaceChildren();
+  for (const [code, entry] of state.currencies) {
+    const row = document.createElement('tr');
+    row.dataset.code = code;
+    row.tabIndex = 0;
+    row.title = `Chart ${entry.name}`;
+    const name = document.createElement('td');
+    name.innerHTML = '<span class="code"></span><span class="name"></span>';
+    name.querySelector('.code').textContent = code;
+    name.querySelector('.name').textContent = entry.name;
+    const value = document.createElement('td');
+    value.className = 'num value';
+    value.textContent = price(entry.value);
+    const change = document.createElement('td');
+    renderChange(change, entry);
+    row.append(name, value, change);
+    row.addEventListener('click', () => selectChart(code));
+    row.addEventListener('keydown', (e) => e.key === 'Enter' && selectChart(code));
+    body.append(row);
+  }
+  $('#prices-empty').hidden = state.currencies.size > 0;
+  filterPrices();
+}
+
+function filterPrices() {
+  const query = $('#price-filter').value.trim().toLowerCase();
+  for (const row of document.querySelectorAll('#price-table tbody tr')) {
+    const entry = state.currencies.get(row.dataset.code);
+    row.hidden =
+      query !== '' &&
+      !row.dataset.code.toLowerCase().includes(query) &&
+      !entry.name.toLowerCase().includes(query);
+  }
+}
+
+function fillCurrencySelects() {
+  for (const select of [$('#chart-code'), $('#add-code')]) {
+    const current = select.value;
+    select.replaceChildren(
+      ...[...state.currencies].map(([code, entry]) => new Option(`${code} · ${entry.name}`, code)),
+    );
+    if (current) select.value = current;
+  }
+}
+
+async function loadCurrencies() {
+  const { currencies } = await api.currencies();
+  state.currencies = new Map(
+    currencies.map((c) => [
+      c.currencyCode,
+      { name: c.currencyName, value: c.value, first: c.value, timestamp: c.lastUpdated },
+    ]),
+  );
+  renderPriceTable();
+  fillCurrencySelects();
+}
+
+// ---------- chart ----------
+
+const chart = new PriceChart($('#chart'));
+
+async function selectChart(code) {
+  state.chartCode = code;
+  $('#chart-code').value = code;
+  const entry = state.currencies.get(code);
+  $('#chart-title').textContent = entry ? `${entry.name} (${code})` : code;
+  $('#chart-price').textContent = entry ? price(entry.value) : '—';
+  const { hours, intervalSeconds } = state.chartRange;
+  await attempt(async () => {
+    const points = (await api.history(code, hours, intervalSeconds)) ?? [];
+    if (state.chartCode !== code) return;
+    $('#chart-empty').hidden = points.length > 0;
+    chart.show(points, intervalSeconds);
+    const first = points[0]?.value;
+    $('#chart-change').textContent =
+      first && entry ? `${percent(((entry.value - first) / first) * 100)} over ${hours} h` : '';
+  });
+  if (window.matchMedia('(max-width: 800px)').matches) {
+    $('.chart-card').scrollIntoView({ behavior: 'smooth', block: 'start' });
+  }
+}
+
+// ---------- portfolio ----------
+
+function renderPortfolio(portfolio) {
+  $('#total-worth').textContent = money(portfolio.totalWorth);
+  $('#share-balance').textContent = money(portfolio.shareBalance);
+  $('#dollar-balance').textContent = money(portfolio.dollarBalance);
+  const body = $('#holdings-table tbody');
+  body.replaceChildren(
+    ...portfolio.assets.map((asset) => {
+      const row = document.createElement('tr');
+      row.dataset.code = asset.currencyCode;
+      const name = document.createElement('td');
+      name.innerHTML = '<span class="code"></span><span class="name"></span>';
+      name.querySelector('.code').textContent = asset.currencyCode;
+      name.querySelector('.name').textContent = asset.currencyName;
+      const held = document.createElement('td');
+      held.className = 'num';
+      held.textContent = shares(asset.shares);
+      const value = document.createElement('td');
+      value.className = 'num value';
+      value.textContent = money(asset.totalValueInDollars);
+      row.append(name, held, value);
+      return row;
+    }),
+  );
+  $('#holdings-empty').hidden = portfolio.assets.length > 0;
+  $('#portfolio-live').hidden = false;
+}
+
+// ---------- account ----------
+
+function showAuth(which) {
+  $('#auth-card').hidden = false;
+  $('#signin-form').hidden = which !== 'signin';
+  $('#signup-form').hidden = which !== 'signup';
+  $('#tab-signin').setAttribute('aria-selected', String(which === 'signin'));
+  $('#tab-signup').setAttribute('aria-selected', String(which === 'signup'));
+  $(`#${which}-form input`).focus();
+}
+
+function renderAvatar() {
+  const { account } = state;
+  const has = Boolean(account?.hasProfilePicture);
+  const src = has ? `/api/account/get/${account.id}/profile-picture?v=${Date.now()}` : '';
+  for (const img of [$('#avatar'), $('#avatar-small')]) {
+    img.hidden = !has;
+    if (has) img.src = src;
+  }
+  $('#avatar-placeholder').hidden = has;
+  $('#avatar-placeholder').textContent = account?.username?.[0]?.toUpperCase() ?? '';
+}
+
+async function enterSignedIn() {
+  state.signedIn = true;
+  state.account = await api.me();
+  $('#signed-out-nav').hidden = true;
+  $('#signed-in-nav').hidden = false;
+  $('#username').textContent = state.account.username;
+  $('#auth-card').hidden = true;
+  $('#portfolio-signed-out').hidden = true;
+  $('#portfolio-body').hidden = false;
+  $('#profile-card').hidden = false;
+  renderAvatar();
+  renderPortfolio(await api.portfolio());
+  connect(); // the handshake now carries the session cookie: portfolio events follow
+}
+
+function enterSignedOut() {
+  state.signedIn = false;
+  state.account = null;
+  $('#signed-out-nav').hidden = false;
+  $('#signed-in-nav').hidden = true;
+  $('#portfolio-signed-out').hidden = false;
+  $('#portfolio-body').hidden = true;
+  $('#portfolio-live').hidden = true;
+  $('#profile-card').hidden = true;
+}
+
+function formValues(form) {
+  return Object.fromEntries(new FormData(form).entries());
+}
+
+function wireForms() {
+  for (const button of document.querySelectorAll('[data-show]')) {
+    button.addEventListener('click', () => showAuth(button.dataset.show));
+  }
+  $('#signin-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const { email, password } = formValues(event.target);
+    void attempt(
+      async () => {
+        await api.signIn(email, password);
+        event.target.reset();
+        await enterSignedIn();
+        toast('Welcome back.', 'info');
+      },
+      { button: event.submitter },
+    );
+  });
+  $('#signup-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const { email, username, password } = formValues(event.target);
+    void attempt(
+      async () => {
+        await api.signUp(email, username, password);
+        event.target.reset();
+        await enterSignedIn();
+        toast('Your account is ready.', 'info');
+      },
+      { button: event.submitter },
+    );
+  });
+  $('#signout').addEventListener('click', (event) => {
+    void attempt(
+      async () => {
+        await api.signOut();
+        enterSignedOut();
+        connect();
+      },
+      { button: event.currentTarget },
+    );
+  });
+  $('#add-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const values = formValues(event.target);
+    const sharesValue = Number(values.shares);
+    const dollars = Number(values.walletDollars);
+    if (!Number.isFinite(sharesValue) || !Number.isFinite(dollars)) {
+      toast('Shares and cash must be numbers.');
+      return;
+    }
+    void attempt(
+      async () => {
+        await api.addHolding(values.currencyCode, sharesValue, dollars);
+        renderPortfolio(await api.portfolio());
+        toast(`Added to ${values.currencyCode}.`, 'info');
+      },
+      { button: event.submitter },
+    );
+  });
+  $('#upload-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const file = $('#picture').files[0];
+    if (!file) {
+      toast('Choose a picture first.');
+      return;
+    }
+    void attempt(
+      async () => {
+        await api.uploadPicture(file);
+        state.account.hasProfilePicture = true;
+        renderAvatar();
+        event.target.reset();
+        toast('Profile picture updated.', 'info');
+      },
+      { button: event.submitter },
+    );
+  });
+  $('#price-filter').addEventListener('input', filterPrices);
+  $('#chart-code').addEventListener('change', (e) => void selectChart(e.target.value));
+  $('#chart-range').addEventListener('change', (e) => {
+    const [hours, intervalSeconds] = e.target.value.split(':').map(Number);
+    state.chartRange = { hours, intervalSeconds };
+    if (state.chartCode) void selectChart(state.chartCode);
+  });
+}
+
+// ---------- start ----------
+
+async function start() {
+  wireForms();
+  const [first] = $('#chart-range').value.split(':');
+  state.chartRange = {
+    hours: Number(first),
+    intervalSeconds: Number($('#chart-range').value.split(':')[1]),
+  };
+  await attempt(loadCurrencies);
+  const signedIn = await attempt(() => api.isSignedIn());
+  if (signedIn) await attempt(enterSignedIn);
+  else {
+    enterSignedOut();
+    connect();
+  }
+  // A fresh platform may have no prices yet: look again until the harvester has written some.
+  while (state.currencies.size === 0) {
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    await loadCurrencies().catch(() => {});
+    if (state.currencies.size > 0) connect();
+  }
+  const firstCode = state.currencies.keys().next().value;
+  if (firstCode) await selectChart(firstCode);
+}
+
+void start();

@@ -1,0 +1,24 @@
+// Number formatting for prices that range from fractions of a cent to tens of thousands.
+
+const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
+
+export function money(value) {
+  return usd.format(value);
+}
+
+export function price(value) {
+  if (!Number.isFinite(value)) return '—';
+  if (value >= 1) return usd.format(value);
+  const digits = Math.min(10, Math.max(2, 2 - Math.floor(Math.log10(value)) + 2));
+  return `$${value.toFixed(digits)}`;
+}
+
+export function shares(value) {
+  return new Intl.NumberFormat('en-US', { maximumFractionDigits: 8 }).format(value);
+}
+
+export function percent(value) {
+  if (!Number.isFinite(value)) return '';
+  const sign = value > 0 ? '+' : '';
+  return `${sign}${value.toFixed(2)} %`;
+}

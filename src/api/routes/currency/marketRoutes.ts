@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
+import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
+import type { DataClient } from '../../dataClient.ts';
+import { historyQuery } from '../portfolio/schema.ts';
+import { currencyListSchema, historyParams, timeValueSchema } from './schema.ts';
+
+// Market data for the web client (the price table and charts of the dashboard), read from the
+// data module with the API's token: browsers never see the data module or its tokens.
+
+export interface MarketRouteDeps {
+  data: DataClient;
+  maxPoints: number;
+}
+
+export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteDeps) {
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/api/currency/all',
+      operationId: 'currencyList',
+      summary: 'Every priced currency with its current value, highest first',
+      description: 'Live changes arrive as `price` events on the Socket.IO namespace /trader.',
+      tags: ['currency'],
+      responses: { 200: { description: 'The currencies', schema: currencyListSchema } },
+      errors: [503],
+      handler: async (ctx) => {
+        const prices = await deps.data.currentPrices();
+        ctx.body = { currencies: [...prices.values()].sort((a, b) => b.value - a.value) };
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/api/currency/history/{code}',
+      operationId: 'currencyHistory',
+      summary: 'Price history of a currency at a chosen resolution',
+      description:
+        'Epoch-aligned buckets of `intervalSeconds` over the last `hours`, each stamped with its ' +
+        'start and carrying the first price observed in it; empty buckets are left out.',
+      tags: ['currency'],
+      params: historyParams,
+      query: historyQuery,
+      responses: {
+        200: { description: 'Points, oldest first', schema: z.array(timeValueSchema) },
+        204: { description: 'No price in the window' },
+      },
+      errors: [400, 404, 503],
+      handler: async (ctx, { params, query }) => {
+        const count = Math.ceil((query.hours * 3600) / query.intervalSeconds);
+        if (count > deps.maxPoints) {
+          throw new ValidationError(
+            `The request would return up to ${count} points, more than the limit of ${deps.maxPoints}; use a larger intervalSeconds`,
+            [{ path: 'query.intervalSeconds', message: `at most ${deps.maxPoints} points` }],
+            'too_many_points',
+          );
+        }
+        if (!(await deps.data.currentPrice(params.code))) {
+          throw new NotFoundError(`Unknown currency '${params.code}'`, 'unknown_currency');
+        }
+        const points = await deps.data.history(params.code, query.hours, query.intervalSeconds);
+        if (points.length === 0) {
+          ctx.status = 204;
+          return;
+        }
+        ctx.body = points.map((p) => ({
+          timestamp: new Date(p.time).toISOString(),
+          value: p.value,
+        }));
+      },
+    }),
+  );
+}

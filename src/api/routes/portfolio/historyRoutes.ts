@@ -1,0 +1,133 @@
+import type { DatabasePool } from 'slonik';
+import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
+import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
+import type { DataClient } from '../../dataClient.ts';
+import { portfolioHistory } from '../../portfolio/history.ts';
+import { priceHistories } from '../../portfolio/priceHistories.ts';
+import { changesOf, holdingsOf, portfolioOf } from '../../portfolio/holdings.ts';
+import { unrealisedProfit } from '../../portfolio/valuation.ts';
+import { requireUser, signedInUser } from '../../session/requireUser.ts';
+import { sessionSecurity } from '../security.ts';
+import { PORTFOLIO_TAG } from './portfolioRoutes.ts';
+import { historyQuery, portfolioHistorySchema, profitParams, valueSchema } from './schema.ts';
+import { z } from 'zod';
+
+export interface HistoryRouteDeps {
+  pool: DatabasePool;
+  data: DataClient;
+  maxPoints: number;
+}
+
+export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRouteDeps) {
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/api/portfolio/history/get',
+      operationId: 'portfolioHistory',
+      summary: 'Value of the portfolio over time',
+      description:
+        'Epoch-aligned buckets of `intervalSeconds` over the last `hours`, from the first bucket the ' +
+        'portfolio existed in. Each point values the holdings at the end of its bucket at the bucket’s ' +
+        'first price (else the latest earlier price), so backfilled prices count at once.',
+      tags: PORTFOLIO_TAG,
+      security: sessionSecurity,
+      before: [requireUser],
+      query: historyQuery,
+      responses: {
+        200: { description: 'Points, oldest first', schema: z.array(portfolioHistorySchema) },
+        204: { description: 'The portfolio has no history yet' },
+      },
+      errors: [401, 503],
+      handler: async (ctx, { query }) => {
+        const intervalMs = query.intervalSeconds * 1000;
+        const to = Date.now();
+        const from = to - query.hours * 3_600_000;
+        // The data module's rule, so that it never refuses the price histories asked below.
+        const count = Math.ceil((query.hours * 3600) / query.intervalSeconds);
+        if (count > deps.maxPoints) {
+          throw new ValidationError(
+            `The request would return up to ${count} points, more than the limit of ${deps.maxPoints}; use a larger intervalSeconds`,
+            [
+              {
+                path: 'query.intervalSeconds',
+                message: `at most ${deps.maxPoints} points per answer`,
+              },
+            ],
+            'too_many_points',
+          );
+        }
+        const portfolio = await portfolioOf(deps.pool, signedInUser(ctx));
+        const changes = await changesOf(deps.pool, portfolio.id, new Date(to));
+        if (changes.length === 0) {
+          ctx.status = 204;
+          return;
+        }
+        const prices = await priceHistories(deps.data, changes, {
+          hours: query.hours,
+          intervalSeconds: query.intervalSeconds,
+          from,
+          to,
+          maxPoints: deps.maxPoints,
+        });
+        const points = portfolioHistory({
+          changes,
+          prices,
+          from,
+          to,
+          intervalMs,
+        });
+        if (points.length === 0) {
+          ctx.status = 204;
+          return;
+        }
+        ctx.body = points;
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/api/portfolio/history/profit',
+      operationId: 'portfolioProfit',
+      summary: 'Unrealised gain of the whole portfolio',
+      description: 'Σ shares × (current price − price when acquired).',
+      tags: PORTFOLIO_TAG,
+      security: sessionSecurity,
+      before: [requireUser],
+      responses: { 200: { description: 'Profit in USD', schema: valueSchema } },
+      errors: [401, 503],
+      handler: async (ctx) => {
+        const portfolio = await portfolioOf(deps.pool, signedInUser(ctx));
+        const held = (await holdingsOf(deps.pool, portfolio.id)).filter((h) => h.shares > 0);
+        const prices = held.length > 0 ? await deps.data.currentPrices() : new Map();
+        ctx.body = { value: unrealisedProfit(held, prices) };
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/api/portfolio/history/profit/{currencyCode}',
+      operationId: 'portfolioProfitOf',
+      summary: 'Unrealised gain of one holding',
+      tags: PORTFOLIO_TAG,
+      security: sessionSecurity,
+      before: [requireUser],
+      params: profitParams,
+      responses: { 200: { description: 'Profit in USD', schema: valueSchema } },
+      errors: [401, 404, 503],
+      handler: async (ctx, { params }) => {
+        const portfolio = await portfolioOf(deps.pool, signedInUser(ctx));
+        const holding = (await holdingsOf(deps.pool, portfolio.id)).find(
+          (h) => h.currencyCode === params.currencyCode && h.shares > 0,
+        );
+        if (!holding) {
+          throw new NotFoundError(`The portfolio holds no ${params.currencyCode}`, 'not_held');
+        }
+        ctx.body = { value: unrealisedProfit([holding], await deps.data.currentPrices()) };
+      },
+    }),
+  );
+}

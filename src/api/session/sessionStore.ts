@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+import { sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+
+// koa-session's external store, in PostgreSQL. The cookie holds only the session id; the row is
+// keyed by its SHA-256. A session is alive while it was used within the idle time-out and began
+// within the absolute time-out; both are checked (and the row touched) in the same statement.
+
+export interface SessionTimeouts {
+  idleSeconds: number;
+  absoluteSeconds: number;
+}
+
+export type SessionData = Record<string, unknown> & { userId?: number; csrf?: string };
+
+const hashId = (id: string) => sql.binary(createHash('sha256').update(id).digest());
+
+export function createSessionStore(pool: DatabasePool, timeouts: SessionTimeouts) {
+  const idle = sql.fragment`make_interval(secs => ${timeouts.idleSeconds})`;
+  const absolute = sql.fragment`make_interval(secs => ${timeouts.absoluteSeconds})`;
+  return {
+    async get(id: string): Promise<SessionData | null> {
+      const data = await pool.maybeOneFirst(sql.type(
+        z.object({ data: z.record(z.string(), z.unknown()) }),
+      )`
+        WITH alive AS (
+          UPDATE app.sessions SET last_seen_at = now()
+          WHERE id_hash = ${hashId(id)}
+            AND last_seen_at > now() - ${idle}
+            AND created_at > now() - ${absolute}
+          RETURNING data
+        ), expired AS (
+          DELETE FROM app.sessions
+          WHERE id_hash = ${hashId(id)} AND NOT EXISTS (SELECT FROM alive)
+        )
+        SELECT data FROM alive
+      `);
+      return data ?? null;
+    },
+
+    async set(id: string, data: SessionData): Promise<void> {
+      const userId = typeof data.userId === 'number' ? data.userId : null;
+      await pool.query(sql.unsafe`
+        INSERT INTO app.sessions (id_hash, user_id, data)
+        VALUES (${hashId(id)}, ${userId}, ${sql.jsonb(data as never)})
+        ON CONFLICT (id_hash) DO UPDATE
+          SET data = EXCLUDED.data, user_id = EXCLUDED.user_id, last_seen_at = now()
+      `);
+    },
+
+    async destroy(id: string): Promise<void> {
+      await pool.query(sql.unsafe`DELETE FROM app.sessions WHERE id_hash = ${hashId(id)}`);
+    },
+  };
+}
+
+/** Deletes sessions past either time-out; the store already refuses them, this reclaims space. */
+export async function purgeExpiredSessions(
+  pool: DatabasePool,
+  timeouts: SessionTimeouts,
+): Promise<number> {
+  const result = await pool.query(sql.unsafe`
+    DELETE FROM app.sessions
+    WHERE last_seen_at <= now() - make_interval(secs => ${timeouts.idleSeconds})
+       OR created_at <= now() - make_interval(secs => ${timeouts.absoluteSeconds})
+  `);
+  return result.rowCount;
+}

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { sql } from 'slonik';
+import { startApiHarness, type ApiHarness } from '../support/api.ts';
+import { setSnapshot } from '../support/prices.ts';
+
+let harness: ApiHarness;
+
+beforeAll(async () => {
+  harness = await startApiHarness();
+  await setSnapshot(harness.runtime.pool, 'BTC', 64000.5, new Date());
+});
+
+afterAll(async () => {
+  await harness.close();
+});
+
+test('POST: shares × current price, no session needed', async () => {
+  const response = await harness
+    .client()
+    .post('/api/currency/value', { currencyCode: 'BTC', shares: 0.5 });
+  expect(response.status).toBe(200);
+  expect(response.body).toEqual({ value: 32000.25 });
+  const lower = await harness
+    .client()
+    .post('/api/currency/value', { currencyCode: 'btc', shares: 2 });
+  expect(lower.body).toEqual({ value: 128001 });
+});
+
+test('GET with the same fields in the query', async () => {
+  const response = await harness.client().get('/api/currency/value?currencyCode=BTC&shares=3');
+  expect(response.status).toBe(200);
+  expect(response.body).toEqual({ value: 192001.5 });
+});
+
+test('404 for a currency without a price', async () => {
+  for (const code of ['NOPE', 'DOGE']) {
+    const response = await harness
+      .client()
+      .post('/api/currency/value', { currencyCode: code, shares: 1 });
+    expect(response.status).toBe(404);
+    expect(response.body.error.code).toBe('unknown_currency');
+  }
+  expect(
+    (await harness.client().get('/api/currency/value?currencyCode=NOPE&shares=1')).status,
+  ).toBe(404);
+});
+
+test.each([
+  [{ currencyCode: 'BTC' }, 'body.shares'],
+  [{ currencyCode: 'BTC', shares: -1 }, 'body.shares'],
+  [{ currencyCode: 'BTC', shares: 'many' }, 'body.shares'],
+  [{ shares: 1 }, 'body.currencyCode'],
+])('400 for %j', async (body, path) => {
+  const response = await harness.client().post('/api/currency/value', body);
+  expect(response.status).toBe(400);
+  expect(response.body.error.details[0].path).toBe(path);
+});
+
+test('GET: 400 for a missing or non-numeric shares', async () => {
+  for (const query of ['currencyCode=BTC', 'currencyCode=BTC&shares=abc', 'shares=1']) {
+    const response = await harness.client().get(`/api/currency/value?${query}`);
+    expect(response.status).toBe(400);
+  }
+});
+
+test('prices come through the snapshot cache of the data client', async () => {
+  const cached = await startApiHarness({ DATA_CACHE_MS: '60000' });
+  try {
+    await setSnapshot(cached.runtime.pool, 'ETH', 10, new Date());
+    const first = await cached
+      .client()
+      .post('/api/currency/value', { currencyCode: 'ETH', shares: 1 });
+    await setSnapshot(cached.runtime.pool, 'ETH', 20, new Date());
+    const second = await cached
+      .client()
+      .post('/api/currency/value', { currencyCode: 'ETH', shares: 1 });
+    expect([first.body.value, second.body.value]).toEqual([10, 10]);
+  } finally {
+    await cached.close();
+  }
+});
+
+test('currencies beyond the first page of the data module are priced too', async () => {
+  const paged = await startApiHarness();
+  try {
+    // 1200 priced currencies; the cheapest ones come last in the data module's list.
+    await paged.runtime.pool.query(sql.unsafe`
+      INSERT INTO currencies (code, name)
+      SELECT 'Z' || lpad(i::text, 4, '0'), 'Test coin ' || i FROM generate_series(1, 1200) AS i
+    `);
+    await paged.runtime.pool.query(sql.unsafe`
+      INSERT INTO currency_snapshots (currency_code, price, observed_at, source)
+      SELECT 'Z' || lpad(i::text, 4, '0'), 10000 - i, now(), 'test' FROM generate_series(1, 1200) AS i
+    `);
+    const last = await paged
+      .client()
+      .post('/api/currency/value', { currencyCode: 'Z1200', shares: 2 });
+    expect(last.body).toEqual({ value: 2 * 8800 });
+  } finally {
+    await paged.close();
+  }
+});

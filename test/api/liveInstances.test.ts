@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { eventually } from '../support/priceTicks.ts';
+import {
+  connectTrader,
+  feedsListening,
+  publishTick,
+  startLiveHarness,
+  type LiveHarness,
+  type TraderClient,
+} from '../support/live.ts';
+import { setSnapshot } from '../support/prices.ts';
+
+// Two API instances (own pools, own HTTP servers, as two processes) on one database, a client
+// on each: what one instance emits reaches the clients of the other through the PostgreSQL
+// adapter, and each instance's own LISTEN feeds its clients' prices.
+
+let harness: LiveHarness;
+const open: TraderClient[] = [];
+let clock = Date.now();
+
+beforeAll(async () => {
+  harness = await startLiveHarness({ instances: 2 });
+  await setSnapshot(harness.runtime.pool, 'BTC', 100, new Date(clock));
+  await feedsListening(harness);
+});
+
+afterAll(async () => {
+  for (const client of open) client.close();
+  await harness.close();
+});
+
+const trader = async (on: number, options: Parameters<typeof connectTrader>[1] = {}) => {
+  const client = await connectTrader(harness.instances[on]!.url, options);
+  open.push(client);
+  return client;
+};
+
+describe('two API instances', () => {
+  test('both clients receive every price, once each', async () => {
+    const first = await trader(0, { codes: ['BTC'] });
+    const second = await trader(1, { codes: ['BTC'] });
+    clock += 1000;
+    await publishTick(harness.runtime.pool, new Date(clock), { BTC: 101 });
+    await first.waitForPrice('BTC', 101);
+    await second.waitForPrice('BTC', 101);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(first.prices.filter((p) => p.value === 101)).toHaveLength(1);
+    expect(second.prices.filter((p) => p.value === 101)).toHaveLength(1);
+  });
+
+  test('a holding added through one instance updates the owner connected to the other', async () => {
+    const owner = await harness.signUp(0);
+    const onSecond = await trader(1, { cookie: owner.cookie });
+    const onFirst = await trader(0, { cookie: owner.cookie });
+    const response = await owner.client.post('/api/portfolio/add', {
+      currencyCode: 'BTC',
+      shares: 3,
+      walletDollars: 0,
+    });
+    expect(response.status).toBe(200);
+    for (const socket of [onSecond, onFirst]) {
+      await eventually(
+        () => socket.portfolios.some((p) => p.assets[0]?.shares === 3 && p.shareBalance === 303),
+        10_000,
+        'portfolio on both instances',
+      );
+    }
+  });
+
+  test('an event emitted to a room by one instance reaches the room’s clients on the other', async () => {
+    const owner = await harness.signUp(0);
+    const onSecond = await trader(1, { cookie: owner.cookie });
+    const received: unknown[] = [];
+    onSecond.socket.on('notice', (payload) => received.push(payload));
+    harness.instances[0]!.service.live.server!.of('/trader')
+      .to(`user:${owner.userId}`)
+      .emit('notice', { hello: 'from instance 1' });
+    await eventually(() => received.length === 1, 10_000, 'cross-instance emit');
+    expect(received[0]).toEqual({ hello: 'from instance 1' });
+  });
+});

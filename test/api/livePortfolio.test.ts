@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { eventually } from '../support/priceTicks.ts';
+import {
+  connectTrader,
+  feedsListening,
+  publishTick,
+  startLiveHarness,
+  type LiveHarness,
+  type TraderClient,
+} from '../support/live.ts';
+import { setSnapshot } from '../support/prices.ts';
+
+// Portfolio events: to the signed-in owner's connections only, when its value changes.
+
+let harness: LiveHarness;
+const open: TraderClient[] = [];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+let clock = Date.now();
+const tick = (prices: Record<string, number>) => {
+  clock += 1000;
+  return publishTick(harness.runtime.pool, new Date(clock), prices);
+};
+const trader = async (options: Parameters<typeof connectTrader>[1] = {}) => {
+  const client = await connectTrader(harness.instances[0]!.url, options);
+  open.push(client);
+  return client;
+};
+
+beforeAll(async () => {
+  harness = await startLiveHarness();
+  // The data module's current prices, which /api/portfolio/add reads.
+  await setSnapshot(harness.runtime.pool, 'BTC', 100, new Date(clock));
+  await setSnapshot(harness.runtime.pool, 'ETH', 10, new Date(clock));
+  await feedsListening(harness);
+  await tick({ BTC: 100, ETH: 10 });
+});
+
+afterAll(async () => {
+  for (const client of open) client.close();
+  await harness.close();
+});
+
+describe('portfolio events', () => {
+  test('go to the owner when the value of its holdings changes, and to no one else', async () => {
+    const owner = await harness.signUp();
+    const other = await harness.signUp();
+    const ownerSocket = await trader({ cookie: owner.cookie });
+    const ownerSecondTab = await trader({ cookie: owner.cookie });
+    const otherSocket = await trader({ cookie: other.cookie });
+    const anonymous = await trader({ codes: ['BTC', 'ETH'] });
+
+    expect(ownerSocket.snapshots[0]).toMatchObject({
+      signedIn: true,
+      portfolio: { totalWorth: 0, assets: [] },
+    });
+    expect(anonymous.snapshots[0].signedIn).toBe(false);
+    expect(anonymous.snapshots[0].portfolio).toBeNull();
+
+    // A holding added over HTTP is pushed at once.
+    const added = await owner.client.post('/api/portfolio/add', {
+      currencyCode: 'BTC',
+      shares: 2,
+      walletDollars: 50,
+    });
+    expect(added.status).toBe(200);
+    await eventually(() => ownerSocket.portfolios.length >= 1, 10_000, 'portfolio after add');
+    expect(ownerSocket.portfolios.at(-1)).toMatchObject({
+      shareBalance: 200,
+      dollarBalance: 50,
+      totalWorth: 250,
+      assets: [{ currencyCode: 'BTC', shares: 2, sharesValueInDollars: 200 }],
+    });
+
+    // A price move of a held currency revalues it, with the same shape as GET /api/portfolio/get.
+    await sleep(1100);
+    await tick({ BTC: 120 });
+    await eventually(
+      () => ownerSocket.portfolios.some((p) => p.totalWorth === 290),
+      10_000,
+      'revalued portfolio',
+    );
+    await eventually(
+      () => ownerSecondTab.portfolios.some((p) => p.totalWorth === 290),
+      10_000,
+      'second tab',
+    );
+    const viaHttp = await owner.client.get('/api/portfolio/get');
+    expect(Object.keys(ownerSocket.portfolios.at(-1)).sort()).toEqual(
+      Object.keys(viaHttp.body).sort(),
+    );
+
+    // A currency the owner does not hold, or an unchanged price: nothing is sent.
+    const count = ownerSocket.portfolios.length;
+    await sleep(1100);
+    await tick({ ETH: 11 });
+    await tick({ BTC: 120 });
+    await anonymous.waitForPrice('ETH', 11);
+    await sleep(1500);
+    expect(ownerSocket.portfolios.length).toBe(count);
+
+    expect(otherSocket.portfolios).toEqual([]);
+    expect(anonymous.portfolios).toEqual([]);
+  });
+
+  test('portfolio updates are coalesced to one a second per user, the latest value last', async () => {
+    const owner = await harness.signUp();
+    await owner.client.post('/api/portfolio/add', {
+      currencyCode: 'ETH',
+      shares: 1,
+      walletDollars: 0,
+    });
+    const socket = await trader({ cookie: owner.cookie });
+    await sleep(1100);
+    for (let i = 1; i <= 5; i++) await tick({ ETH: 20 + i });
+    await eventually(
+      () => socket.portfolios.some((p) => p.totalWorth === 25),
+      10_000,
+      'the last value',
+    );
+    await sleep(1200);
+    expect(socket.portfolios.map((p) => p.totalWorth)).toEqual([21, 25]);
+  });
+
+  test('a forged or unknown session cookie connects anonymously', async () => {
+    const owner = await harness.signUp();
+    const forged = owner.cookie.replace(
+      /sid=[^;]+/,
+      'sid=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    );
+    const a = await trader({ cookie: forged });
+    expect(a.snapshots[0]).toMatchObject({ signedIn: false, portfolio: null });
+    const unsigned = await trader({ cookie: owner.cookie.replace(/; ?sid\.sig=[^;]+/, '') });
+    expect(unsigned.snapshots[0].signedIn).toBe(false);
+
+    await owner.client.get('/api/authorize/logout');
+    const afterLogout = await trader({ cookie: owner.cookie });
+    expect(afterLogout.snapshots[0].signedIn).toBe(false);
+  });
+});

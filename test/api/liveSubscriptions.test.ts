@@ -1,0 +1,263 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { io } from 'socket.io-client';
+import { PRICE_FEED_APPLICATION_NAME } from '../../src/api/live/priceFeed.ts';
+import { eventually } from '../support/priceTicks.ts';
+import { setSnapshot } from '../support/prices.ts';
+import {
+  connectTrader,
+  feedsListening,
+  publishTick,
+  startLiveHarness,
+  type LiveHarness,
+  type TraderClient,
+} from '../support/live.ts';
+
+let harness: LiveHarness;
+let url: string;
+const open: TraderClient[] = [];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// Each tick a little later than the last, so the book always takes it as newer.
+let clock = Date.now();
+const tick = (prices: Record<string, number>) => {
+  clock += 1000;
+  return publishTick(harness.runtime.pool, new Date(clock), prices);
+};
+const trader = async (options: Parameters<typeof connectTrader>[1] = {}) => {
+  const client = await connectTrader(url, options);
+  open.push(client);
+  return client;
+};
+
+beforeAll(async () => {
+  harness = await startLiveHarness();
+  url = harness.instances[0]!.url;
+  await feedsListening(harness);
+});
+
+afterAll(async () => {
+  for (const client of open) client.close();
+  await harness.close();
+});
+
+describe('subscribe and unsubscribe', () => {
+  test('the acknowledgement carries the current values; unknown codes are named', async () => {
+    await tick({ BTC: 50_000, ETH: 3_000 });
+    const client = await trader();
+    await eventually(async () => {
+      const ack = await client.emit('subscribe', { codes: ['BTC'] });
+      return ack.prices[0]?.value === 50_000;
+    });
+    const ack = await client.emit('subscribe', { codes: ['btc', 'ETH', 'NOPE'] });
+    expect(ack).toEqual({
+      ok: true,
+      prices: [
+        { code: 'BTC', value: 50_000, timestamp: expect.any(String) },
+        { code: 'ETH', value: 3_000, timestamp: expect.any(String) },
+      ],
+      unknown: ['NOPE'],
+    });
+    expect(client.snapshots[0]).toEqual({ signedIn: false, prices: [], portfolio: null });
+  });
+
+  test('price events reach subscribers of that code only, until they unsubscribe', async () => {
+    const btc = await trader();
+    const eth = await trader();
+    expect((await btc.emit('subscribe', { codes: ['BTC'] })).ok).toBe(true);
+    expect((await eth.emit('subscribe', { codes: ['ETH'] })).ok).toBe(true);
+    await sleep(1100);
+    await tick({ BTC: 51_000, ETH: 3_100, SOL: 150 });
+    await btc.waitForPrice('BTC', 51_000);
+    await eth.waitForPrice('ETH', 3_100);
+    expect(btc.prices.every((p) => p.code === 'BTC')).toBe(true);
+    expect(eth.prices.every((p) => p.code === 'ETH')).toBe(true);
+    expect(btc.prices.at(-1)).toEqual({
+      code: 'BTC',
+      value: 51_000,
+      timestamp: new Date(clock).toISOString(),
+      receivedAt: expect.any(Number),
+    });
+
+    const ack = await btc.emit('unsubscribe', { codes: ['BTC'] });
+    expect(ack).toEqual({ ok: true, codes: [] });
+    const heard = btc.prices.length;
+    await sleep(1100);
+    await tick({ BTC: 52_000, ETH: 3_200 });
+    await eth.waitForPrice('ETH', 3_200);
+    await sleep(200);
+    expect(btc.prices.length).toBe(heard);
+  });
+
+  test('codes given at the handshake are followed at once and come back in the snapshot', async () => {
+    const client = await trader({ codes: ['ETH', 'DOGE'] });
+    expect(client.snapshots[0].prices).toEqual([
+      { code: 'ETH', value: expect.any(Number), timestamp: expect.any(String) },
+    ]);
+    await sleep(1100);
+    await tick({ ETH: 3_300 });
+    await client.waitForPrice('ETH', 3_300);
+  });
+
+  test('a reconnecting client gets a fresh snapshot with what moved while it was away', async () => {
+    const client = await trader({ codes: ['BTC'] });
+    client.socket.disconnect(); // away (the connection dropped, the laptop slept …)
+    await sleep(1100);
+    await tick({ BTC: 53_500 });
+    await sleep(300);
+    client.socket.connect();
+    await eventually(() => client.snapshots.length >= 2, 10_000, 'a second snapshot');
+    const last = client.snapshots.at(-1);
+    expect(last.prices).toEqual([{ code: 'BTC', value: 53_500, timestamp: expect.any(String) }]);
+  });
+});
+
+describe('batched delivery (auth.batch)', () => {
+  test('one prices event per cycle with the followed codes only; unsubscribe narrows it', async () => {
+    const a = await trader({ batch: true, codes: ['BTC', 'ETH'] });
+    const b = await trader({ batch: true, codes: ['ETH', 'BTC'] }); // the same set
+    const c = await trader({ batch: true });
+    expect(a.snapshots[0].prices.map((p: any) => p.code).sort()).toEqual(['BTC', 'ETH']);
+    expect(await c.emit('subscribe', { codes: ['SOL'] })).toMatchObject({ ok: true });
+    await sleep(1100);
+    await tick({ BTC: 60_000, ETH: 4_000, SOL: 160, ADA: 0.4 });
+    const stamp = new Date(clock).toISOString();
+    for (const client of [a, b]) {
+      await eventually(() => client.batches.length === 1, 10_000, 'a batch');
+      expect(client.batches[0]).toEqual({ timestamp: stamp, values: { BTC: 60_000, ETH: 4_000 } });
+    }
+    await eventually(() => c.batches.length === 1, 10_000, 'a batch for SOL');
+    expect(c.batches[0]).toEqual({ timestamp: stamp, values: { SOL: 160 } });
+
+    expect(await a.emit('unsubscribe', { codes: ['BTC'] })).toEqual({ ok: true, codes: ['ETH'] });
+    await sleep(1100);
+    await tick({ BTC: 61_000, ETH: 4_100 });
+    await eventually(() => a.batches.length === 2 && b.batches.length === 2, 10_000, 'batches');
+    expect(a.batches[1].values).toEqual({ ETH: 4_100 });
+    expect(b.batches[1].values).toEqual({ BTC: 61_000, ETH: 4_100 });
+    // Batch connections never get per-currency events as well.
+    const perCurrency: unknown[] = [];
+    a.socket.on('price', (p) => perCurrency.push(p));
+    await sleep(1100);
+    await tick({ ETH: 4_200 });
+    await eventually(() => a.batches.length === 3, 10_000, 'a third batch');
+    expect(perCurrency).toEqual([]);
+  });
+});
+
+describe('coalescing', () => {
+  test('at most one price per code per second, the latest value winning', async () => {
+    const client = await trader({ codes: ['SOL'] });
+    await sleep(1100);
+    const start = client.prices.length;
+    for (let i = 1; i <= 6; i++) await tick({ SOL: 100 + i });
+    await client.waitForPrice('SOL', 106, 5000);
+    await sleep(1300);
+    const heard = client.prices.slice(start).filter((p) => p.code === 'SOL');
+    // The first at once, then one trailing event with the latest value.
+    expect(heard.map((p) => p.value)).toEqual([101, 106]);
+    expect(heard[1]!.receivedAt - heard[0]!.receivedAt).toBeGreaterThanOrEqual(900);
+  });
+});
+
+describe('malformed messages', () => {
+  test('every bad payload gets an error acknowledgement and the connection carries on', async () => {
+    const client = await trader();
+    const bad: unknown[] = [
+      undefined,
+      'BTC',
+      42,
+      null,
+      { codes: 'BTC' },
+      { codes: [] },
+      { codes: ['B T C'] },
+      { codes: [{ $gt: '' }] },
+      { codes: Array.from({ length: 501 }, (_, i) => `C${i}`) },
+    ];
+    for (const payload of bad) {
+      const ack = await client.emit('subscribe', payload);
+      expect(ack).toMatchObject({ ok: false, error: { code: 'invalid_message' } });
+      expect(typeof ack.error.message).toBe('string');
+    }
+    expect(await client.emit('unsubscribe', { codes: 7 })).toMatchObject({
+      ok: false,
+      error: { code: 'invalid_message', details: [{ path: 'payload.codes' }] },
+    });
+    expect(await client.emit('buy', { code: 'BTC' })).toMatchObject({
+      ok: false,
+      error: { code: 'unknown_event' },
+    });
+    // Without an acknowledgement callback: nothing to answer, nothing breaks.
+    client.socket.emit('subscribe', 'nonsense');
+    client.socket.emit('whatever');
+    expect(await client.emit('subscribe', { codes: ['BTC'] })).toMatchObject({ ok: true });
+  });
+
+  test('an oversized message closes only that connection', async () => {
+    const victim = await trader({ reconnection: false });
+    const bystander = await trader({ codes: ['BTC'] });
+    const closed = new Promise((resolve) => victim.socket.once('disconnect', resolve));
+    victim.socket.emit('subscribe', { codes: ['X'.repeat(200 * 1024)] });
+    await closed;
+    await sleep(1100);
+    await tick({ BTC: 54_000 });
+    await bystander.waitForPrice('BTC', 54_000);
+  });
+
+  test('a garbled Socket.IO packet is refused without harm to the server', async () => {
+    const socket = new WebSocket(
+      `${url.replace('http', 'ws')}/websocket/?EIO=4&transport=websocket`,
+    );
+    await new Promise((resolve) => socket.addEventListener('open', resolve));
+    socket.send('40/trader,');
+    socket.send('42/trader,[not json');
+    socket.send('\u0000\u0001garbage');
+    await new Promise((resolve) => socket.addEventListener('close', resolve));
+    const client = await trader();
+    expect((await client.emit('subscribe', { codes: ['ETH'] })).ok).toBe(true);
+  });
+});
+
+describe('handshake', () => {
+  test('a browser from a foreign origin is refused; our own origin is welcome', async () => {
+    await expect(connectTrader(url, { origin: 'https://evil.example' })).rejects.toThrow();
+    const own = await trader({ origin: url });
+    expect(own.snapshots[0].signedIn).toBe(false);
+  });
+
+  test('the Socket.IO client bundle is served', async () => {
+    const response = await fetch(`${url}/websocket/socket.io.esm.min.js`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('export');
+  });
+});
+
+describe('the price feed', () => {
+  test('reconnects after its connection is killed and catches up on missed prices', async () => {
+    const client = await trader({ codes: ['ADA'] });
+    await sleep(1100);
+    await tick({ ADA: 0.5 });
+    await client.waitForPrice('ADA', 0.5);
+    // A price written while the feed is away: its event is lost, the snapshot is not.
+    await harness.runtime.pool.query(
+      (await import('slonik')).sql.unsafe`
+        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE application_name = ${PRICE_FEED_APPLICATION_NAME} AND datname = current_database()`,
+    );
+    clock += 1000;
+    await setSnapshot(harness.runtime.pool, 'ADA', 0.6, new Date(clock));
+    await client.waitForPrice('ADA', 0.6, 15_000);
+    await feedsListening(harness);
+    await sleep(1100);
+    await tick({ ADA: 0.7 });
+    await client.waitForPrice('ADA', 0.7);
+  });
+});
+
+test('an anonymous raw socket.io client without auth is served prices', async () => {
+  const socket = io(`${url}/trader`, { path: '/websocket', transports: ['polling'] });
+  try {
+    const ack = await socket.timeout(10_000).emitWithAck('subscribe', { codes: ['BTC'] });
+    expect(ack.ok).toBe(true);
+  } finally {
+    socket.disconnect();
+  }
+});

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { startApiHarness, type ApiHarness } from '../support/api.ts';
+import { newAccount } from '../support/apiClient.ts';
+
+// Three failures per account, five per client address. The API trusts X-Forwarded-For here (as
+// behind a proxy), so each test plays from its own address.
+
+let harness: ApiHarness;
+
+beforeAll(async () => {
+  harness = await startApiHarness({
+    API_TRUST_PROXY: 'true',
+    LOGIN_MAX_FAILURES_PER_ACCOUNT: '3',
+    LOGIN_ACCOUNT_WINDOW_MINUTES: '15',
+    LOGIN_MAX_FAILURES_PER_ADDRESS: '5',
+    LOGIN_ADDRESS_WINDOW_MINUTES: '60',
+  });
+});
+
+afterAll(async () => {
+  await harness.close();
+});
+
+let lastAddress = 10;
+const nextAddress = () => `203.0.113.${++lastAddress}`;
+
+async function registered() {
+  const account = newAccount();
+  expect((await harness.client().post('/api/authorize/signup', account)).status).toBe(200);
+  return account;
+}
+
+function attempt(email: string, password: string, address: string) {
+  return harness
+    .client()
+    .post('/api/authorize/login', { email, password }, { headers: { 'x-forwarded-for': address } });
+}
+
+test('after the account limit every attempt gets 429 with Retry-After, even the right password', async () => {
+  const account = await registered();
+  for (let i = 0; i < 3; i++) {
+    expect((await attempt(account.email, 'wrong', nextAddress())).status).toBe(401);
+  }
+  const blocked = await attempt(account.email, account.password, nextAddress());
+  expect(blocked.status).toBe(429);
+  expect(blocked.body.authorized).toBe(false);
+  expect(blocked.body.error.code).toBe('rate_limited');
+  const retryAfter = Number(blocked.headers.get('retry-after'));
+  expect(retryAfter).toBeGreaterThan(14 * 60);
+  expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+});
+
+test('the account limit is per account and counts the email without regard to case', async () => {
+  const victim = await registered();
+  const bystander = await registered();
+  for (const email of [victim.email, victim.email.toUpperCase(), ` ${victim.email}`]) {
+    expect((await attempt(email, 'wrong', nextAddress())).status).toBe(401);
+  }
+  expect((await attempt(victim.email, victim.password, nextAddress())).status).toBe(429);
+  expect((await attempt(bystander.email, bystander.password, nextAddress())).status).toBe(200);
+});
+
+test('a successful login resets the account count', async () => {
+  const account = await registered();
+  const address = nextAddress();
+  for (let round = 0; round < 2; round++) {
+    expect((await attempt(account.email, 'wrong', address)).status).toBe(401);
+    expect((await attempt(account.email, 'wrong', address)).status).toBe(401);
+    expect((await attempt(account.email, account.password, address)).status).toBe(200);
+  }
+});
+
+test('unknown accounts are throttled the same way as real ones', async () => {
+  const email = `ghost${Date.now()}@example.com`;
+  for (let i = 0; i < 3; i++) expect((await attempt(email, 'x', nextAddress())).status).toBe(401);
+  expect((await attempt(email, 'x', nextAddress())).status).toBe(429);
+});
+
+test('the address limit stops one client guessing across many accounts', async () => {
+  const address = nextAddress();
+  const emails = Array.from({ length: 5 }, (_, i) => `spray${i}.${Date.now()}@example.com`);
+  for (const email of emails) expect((await attempt(email, 'guess', address)).status).toBe(401);
+  const account = await registered();
+  const blocked = await attempt(account.email, account.password, address);
+  expect(blocked.status).toBe(429);
+  expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(59 * 60);
+  expect((await attempt(account.email, account.password, nextAddress())).status).toBe(200);
+});

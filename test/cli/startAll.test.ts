@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { ApiClient } from '../support/apiClient.ts';
+import { spawnCli, waitForExit } from '../support/cli.ts';
+import { setSnapshot } from '../support/prices.ts';
+import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+
+// `platform start` with the API role, on ephemeral ports: in `--role all` the API must find the
+// in-process data module and call it with the token the start command made.
+
+let runtime: TestRuntime;
+
+beforeAll(async () => {
+  runtime = await createTestRuntime();
+});
+
+afterAll(async () => {
+  await runtime.dispose();
+});
+
+function env(extra: Record<string, string> = {}) {
+  return {
+    DATABASE_URL: runtime.database.url,
+    HOST: '127.0.0.1',
+    DATA_PORT: '0',
+    API_PORT: '0',
+    DATA_URL: '',
+    DATA_TOKEN: '',
+    PLATFORM_LOAD_CURRENCIES: 'false',
+    SESSION_KEYS: 'a-session-key-of-at-least-thirty-two-characters',
+    ...extra,
+  };
+}
+
+async function stop(child: ChildProcessWithoutNullStreams) {
+  child.kill('SIGTERM');
+  await waitForExit(child);
+}
+
+const listening = (output: string, role: string) =>
+  new RegExp(`\\n\\s+${role}\\s+(http://\\S+)`).exec(output)?.[1];
+
+test('--role all: the API reaches the in-process data module with the local token', async () => {
+  const { child, output } = await spawnCli(
+    ['start', '--role', 'all'],
+    env(),
+    /platform is running[\s\S]*data token/,
+    60_000,
+  );
+  try {
+    const api = listening(output(), 'api');
+    expect(listening(output(), 'data')).toBeDefined();
+    expect(output()).toMatch(/data token \(read, write; replaced at every start\): pdt_/);
+    const client = new ApiClient(api!);
+    const ready = await client.get('/health/ready');
+    expect(ready.body).toEqual({
+      status: 'UP',
+      checks: { database: 'ok', migrations: 'ok', dataModule: 'ok' },
+    });
+    await setSnapshot(runtime.pool, 'BTC', 50, new Date());
+    const value = await client.post('/api/currency/value', { currencyCode: 'BTC', shares: 3 });
+    expect(value.status).toBe(200);
+    expect(value.body).toEqual({ value: 150 });
+  } finally {
+    await stop(child);
+  }
+}, 90_000);
+
+test('--role api --profile docs serves the reference without any data module', async () => {
+  const { child, output } = await spawnCli(
+    ['start', '--role', 'api', '--profile', 'docs'],
+    env({ DATA_URL: 'http://127.0.0.1:9' }),
+    /platform is running[\s\S]*\n\s+api\s+http:\/\/\S+\n/,
+    60_000,
+  );
+  try {
+    const client = new ApiClient(listening(output(), 'api')!);
+    expect((await client.get('/health/ready')).status).toBe(200);
+    const value = await client.post('/api/currency/value', { currencyCode: 'BTC', shares: 1 });
+    expect(value.status).toBe(404);
+    expect((await client.get('/openapi.json')).body.paths['/api/portfolio/get']).toBeDefined();
+  } finally {
+    await stop(child);
+  }
+}, 90_000);
