@@ -13,6 +13,7 @@ import { candleExportQuery, candleParams } from '../../data/routes/candles/schem
 import { NotFoundError } from '../../shared/errors.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
 import { configFromCommand } from '../context.ts';
+import { withExamples } from '../help.ts';
 
 interface ExportOptions {
   from?: string;
@@ -44,7 +45,7 @@ function parseInput(code: string, options: ExportOptions, command: Command) {
 }
 
 export function registerExportCommand(program: Command) {
-  program
+  const exportCommand = program
     .command('export <code>')
     .description('Stream the candles of a currency to stdout as CSV or NDJSON (no point cap)')
     .option('--from <instant>', 'start of the window, ISO 8601 (inclusive)')
@@ -55,23 +56,32 @@ export function registerExportCommand(program: Command) {
     .option('--fill <mode>', 'empty buckets: none, null, previous or linear', 'none')
     .option('--tz <zone>', 'IANA time zone for calendar alignment, e.g. Europe/Berlin')
     .option('--origin <instant>', 'align buckets to this instant')
-    .option('--offset <duration>', 'shift bucket boundaries, e.g. 6h or -30m')
-    .action(async (code: string, options: ExportOptions, command: Command) => {
-      const { code: currency, input } = parseInput(code, options, command);
-      const config = configFromCommand(command);
-      const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 2 });
-      try {
-        if (!(await currencyExists(pool, currency))) {
-          throw new NotFoundError(`unknown currency '${currency}'`, 'unknown_currency');
-        }
-        await assertZoneKnownToDatabase(pool, input.tz);
-        const request = candleRequestFrom(currency, input);
-        const lines = input.format === 'csv' ? csvLines : ndjsonLines;
-        await streamCandles(pool, request, (rows) =>
-          pipeline(Readable.from(lines(rows)), process.stdout, { end: false }),
-        );
-      } finally {
-        await pool.end();
+    .option('--offset <duration>', 'shift bucket boundaries, e.g. 6h or -30m');
+  withExamples(
+    exportCommand,
+    [
+      'platform export BTC --hours 24 --interval 1m > btc-minutes.csv',
+      'platform export ETH --from 2025-01-01T00:00:00Z --to 2026-01-01T00:00:00Z --interval 1h --format ndjson',
+      'platform export BTC --hours 720 --interval 1d --tz Europe/Berlin --fill previous',
+    ],
+    'Rows are the same as GET /data/candles/{code}; exit 2 on bad options, 1 for an unknown currency.',
+  );
+  exportCommand.action(async (code: string, options: ExportOptions, command: Command) => {
+    const { code: currency, input } = parseInput(code, options, command);
+    const config = configFromCommand(command);
+    const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 2 });
+    try {
+      if (!(await currencyExists(pool, currency))) {
+        throw new NotFoundError(`unknown currency '${currency}'`, 'unknown_currency');
       }
-    });
+      await assertZoneKnownToDatabase(pool, input.tz);
+      const request = candleRequestFrom(currency, input);
+      const lines = input.format === 'csv' ? csvLines : ndjsonLines;
+      await streamCandles(pool, request, (rows) =>
+        pipeline(Readable.from(lines(rows)), process.stdout, { end: false }),
+      );
+    } finally {
+      await pool.end();
+    }
+  });
 }

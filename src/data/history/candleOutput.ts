@@ -21,6 +21,11 @@ export function candleRequestFrom(
 ): CandleRequest {
   const to = input.from ? (input.to ?? now) : now;
   const from = input.from ?? new Date(now.getTime() - (input.hours ?? 24) * 3_600_000);
+  if (from.getTime() >= to.getTime()) {
+    throw new ValidationError("Invalid query parameter 'from': must be before to (default: now)", [
+      { path: 'query.from', message: 'must be before to (default: now)' },
+    ]);
+  }
   return {
     code,
     from,

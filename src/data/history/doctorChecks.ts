@@ -41,7 +41,9 @@ export async function checkRollups({ pool }: Pick<DoctorContext, 'pool'>): Promi
   for (const level of status.levels) {
     const width = LEVELS.find((l) => l.name === level.level)!.seconds;
     const allowed = allowedLag(width);
-    const ok = level.lagSeconds === null ? !status.hasData : level.lagSeconds <= allowed;
+    // Nothing materialised yet is no fault (a fresh install, a worker about to run): answers
+    // come from finer data meanwhile, exactly, only slower.
+    const ok = level.lagSeconds === null || level.lagSeconds <= allowed;
     checks.push({
       name: `rollup ${level.level}`,
       ok,

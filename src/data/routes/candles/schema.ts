@@ -21,9 +21,17 @@ function durationSeconds(signed: boolean) {
     });
 }
 
+// Far enough for any market data, near enough that every bucket computation stays in range.
+const EARLIEST = Date.UTC(1900, 0, 1);
+const LATEST = Date.UTC(2200, 0, 1);
+
 const instant = z.iso
   .datetime({ offset: true })
   .transform((value) => new Date(value))
+  .refine(
+    (date) => date.getTime() >= EARLIEST && date.getTime() < LATEST,
+    'must be between 1900 and 2200',
+  )
   .meta({
     description: 'ISO 8601 instant, e.g. 2026-03-29T00:00:00Z or 2026-03-29T00:00:00+01:00',
   });
@@ -66,22 +74,27 @@ const candleFields = {
       'Align buckets to this instant (default: the epoch; with tz, local midnight of Monday 2000-01-03).',
   }),
   offset: durationSeconds(true)
+    .pipe(z.number().int().min(-MAX_INTERVAL_SECONDS).max(MAX_INTERVAL_SECONDS))
     .optional()
     .meta({ description: 'Shift every bucket boundary by this duration (e.g. 6h, -30m).' }),
 };
 
-function windowRules(q: { from?: Date; to?: Date; hours?: number }, ctx: z.RefinementCtx) {
-  if (q.hours !== undefined && (q.from || q.to)) {
+// zod runs object refinements even when a field failed, with that field's raw input: only
+// compare what parsed.
+function windowRules(q: { from?: unknown; to?: unknown; hours?: unknown }, ctx: z.RefinementCtx) {
+  const from = q.from instanceof Date ? q.from : undefined;
+  const to = q.to instanceof Date ? q.to : undefined;
+  if (q.hours !== undefined && (q.from !== undefined || q.to !== undefined)) {
     ctx.addIssue({
       code: 'custom',
       path: ['hours'],
       message: 'give either hours or from/to, not both',
     });
   }
-  if (q.to && !q.from) {
+  if (q.to !== undefined && q.from === undefined) {
     ctx.addIssue({ code: 'custom', path: ['from'], message: 'required when to is given' });
   }
-  if (q.from && q.to && q.from.getTime() >= q.to.getTime()) {
+  if (from && to && from.getTime() >= to.getTime()) {
     ctx.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
   }
 }
