@@ -176,8 +176,9 @@ function sortedGrouping<T>(
 
 /**
  * Streams the same answer as queryCandles row by row through a cursor, so memory stays flat
- * whatever the window. The transaction lifts the statement timeout for this query only: a
- * cursor read by a slow client may legitimately stay open for minutes.
+ * whatever the window. The transaction raises the statement timeout for this query only: a
+ * cursor read by a slow client may legitimately stay open for minutes, but a runaway export
+ * (centuries at one-second buckets) must still end.
  */
 export async function streamCandles(
   pool: DatabasePool,
@@ -189,7 +190,7 @@ export async function streamCandles(
   let consumed: Promise<void> = Promise.resolve();
   await withZoneErrors(request, () =>
     pool.transaction(async (tx) => {
-      await tx.query(sql.unsafe`SET LOCAL statement_timeout = 0`);
+      await tx.query(sql.unsafe`SET LOCAL statement_timeout = '15min'`);
       await tx.query(sql.unsafe`SET LOCAL enable_hashagg = off`);
       await tx.stream(candleQuery(request, segments), (stream) => {
         consumed = consume(rowsOf(stream));
