@@ -1,31 +1,27 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { generateCurrencies } from '../../src/data/currencies/generator.ts';
-import { createDataService } from '../../src/data/service.ts';
-import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import type { RunningServer } from '../../src/shared/http/server.ts';
+import { createDataService } from '../../src/data/service.ts';
 import { getJson, serve } from '../support/http.ts';
 import { insertCandles } from '../support/prices.ts';
-import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { startDataModule, type DataModuleHarness } from '../support/dataModule.ts';
+import type { TestRuntime } from '../support/runtime.ts';
 import { countingPool, ndjson, post, predictionRequest } from '../support/signals.ts';
 
+let harness: DataModuleHarness;
 let runtime: TestRuntime;
 let server: RunningServer;
 let readToken: string;
 let writeToken: string;
 
 beforeAll(async () => {
-  runtime = await createTestRuntime();
-  await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
-  readToken = (await createToken(runtime.pool, 'reader', ['read'])).token;
-  writeToken = (await createToken(runtime.pool, 'analysis', ['write'])).token;
-  server = await serve(createDataService(runtime).app);
+  harness = await startDataModule();
+  ({ runtime, server, readToken, writeToken } = harness);
 });
 
 afterAll(async () => {
-  await server.close();
-  await runtime.dispose();
+  await harness.close();
 });
 
 const addPrediction = (body: unknown, token = writeToken) =>

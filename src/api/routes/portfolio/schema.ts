@@ -1,6 +1,6 @@
+import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { z } from 'zod';
 
-export const MAX_HOURS = 87_600;
 export const MAX_AMOUNT = 1e12;
 
 export const currencyCode = z
@@ -64,27 +64,7 @@ export const hasPortfolioSchema = z
 
 export const valueSchema = z.object({ value: z.number() }).meta({ id: 'ValueResponse' });
 
-const integerParam = z.string().regex(/^\d+$/, 'must be a positive integer').transform(Number);
-
-export const historyQuery = z
-  .object({
-    hours: integerParam
-      .pipe(z.number().int().min(1).max(MAX_HOURS))
-      .default(24)
-      .meta({ description: `Length of the window ending now, in hours (1..${MAX_HOURS}).` }),
-    intervalSeconds: integerParam
-      .pipe(z.number().int().min(1))
-      .default(60)
-      .meta({ description: 'Spacing of the points in seconds (1..hours×3600).' }),
-  })
-  .superRefine((q, ctx) => {
-    if (q.intervalSeconds > q.hours * 3600) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['intervalSeconds'],
-        message: `must not exceed hours×3600 (${q.hours * 3600})`,
-      });
-    }
-  });
+export const historyQuery = historyWindowQuery;
+export { MAX_HOURS } from '../../../shared/http/queryParams.ts';
 
 export const profitParams = z.object({ currencyCode });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { currencyCodeSchema } from '../../currencies/catalog.ts';
 import { isKnownTimeZone } from '../../history/timeZones.ts';
-import { MAX_HOURS } from '../currency/schema.ts';
+import { integerParam, MAX_HOURS } from '../../../shared/http/queryParams.ts';
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };
 const MAX_INTERVAL_SECONDS = 10 * 365 * 86_400;
@@ -35,8 +35,6 @@ const instant = z.iso
   .meta({
     description: 'ISO 8601 instant, e.g. 2026-03-29T00:00:00Z or 2026-03-29T00:00:00+01:00',
   });
-
-const integerParam = z.string().regex(/^\d+$/, 'must be a positive integer').transform(Number);
 
 export const FILL_MODES = ['none', 'null', 'previous', 'linear'] as const;
 

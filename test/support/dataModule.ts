@@ -1,0 +1,38 @@
+import { generateCurrencies } from '../../src/data/currencies/generator.ts';
+import { createDataService } from '../../src/data/service.ts';
+import { createToken } from '../../src/data/tokens/tokenStore.ts';
+import type { Config } from '../../src/shared/config.ts';
+import type { RunningServer } from '../../src/shared/http/server.ts';
+import { serve } from './http.ts';
+import { createTestRuntime, type TestRuntime } from './runtime.ts';
+
+export interface DataModuleHarness {
+  runtime: TestRuntime;
+  server: RunningServer;
+  /** A token with the read scope only. */
+  readToken: string;
+  /** A token with the write scope only. */
+  writeToken: string;
+  close(): Promise<void>;
+}
+
+/** The data module on a fresh database holding the shipped currencies, with one token per scope. */
+export async function startDataModule(
+  env: Partial<Record<keyof Config, string>> = {},
+): Promise<DataModuleHarness> {
+  const runtime = await createTestRuntime(env);
+  await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
+  const readToken = (await createToken(runtime.pool, 'reader', ['read'])).token;
+  const writeToken = (await createToken(runtime.pool, 'writer', ['write'])).token;
+  const server = await serve(createDataService(runtime).app);
+  return {
+    runtime,
+    server,
+    readToken,
+    writeToken,
+    async close() {
+      await server.close();
+      await runtime.dispose();
+    },
+  };
+}
