@@ -1,13 +1,14 @@
 // bench:live — time from the publication of a price event (NOTIFY price_ticks, as the harvester
 // sends it) to its receipt by every one of N Socket.IO clients following every currency, and the
 // memory of the API process. The API (and the data module it reads current prices from) runs in
-// this process; the clients run in a separate one (clients.ts). Throw-away database.
+// this process; the clients run in separate ones (clients.ts, two by default). Throw-away database.
 //
 //   npm run bench:live                 # N = 1000 and 5000
 //   BENCH_CLIENTS=1000,2000 npm run bench:live
 //   BENCH_MODE=price npm run bench:live  # a `price` event per currency instead of batches
+//   BENCH_CLIENT_PROCESSES=1 npm run bench:live  # all clients in one process (default 2)
 
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { sql } from 'slonik';
@@ -28,6 +29,8 @@ const TICKS = Number(process.env.BENCH_TICKS ?? 5);
 /** `batch` (one `prices` event per cycle, what the dashboard uses) or `price` (one per code). */
 const MODE = process.env.BENCH_MODE ?? 'batch';
 const TICK_SPACING_MS = 2500; // longer than the 1 s coalescing window: every tick goes out at once
+/** Client processes sharing the N connections (the API keeps this process to itself). */
+const CLIENT_PROCESSES = Number(process.env.BENCH_CLIENT_PROCESSES ?? 2);
 
 const adminUrl = withDefaultUser(
   process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres',
@@ -71,6 +74,24 @@ async function publish(tickCodes: readonly string[]): Promise<{ at: string; sent
   return { at: at.toISOString(), sentAt };
 }
 
+interface Receipts {
+  first: number[];
+  last: number[];
+  seen: number[];
+}
+
+/** The next IPC message of a client process; its exit before answering is an error. */
+function nextMessage<T>(child: ChildProcess): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`clients exited with ${code}`));
+    child.once('exit', onExit);
+    child.once('message', (message) => {
+      child.off('exit', onExit);
+      resolve(message as T);
+    });
+  });
+}
+
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -94,18 +115,22 @@ interface Row {
 
 async function scenario(count: number): Promise<Row[]> {
   await publish(codes); // the book knows every code before clients subscribe
-  const child = fork(
-    new URL('./clients.ts', import.meta.url),
-    [api.url, String(count), JSON.stringify(codes), MODE],
-    {
-      execArgv: ['--max-old-space-size=8192'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    },
+  const shares = Array.from({ length: CLIENT_PROCESSES }, (_, i) =>
+    Math.floor((count + i) / CLIENT_PROCESSES),
+  ).filter((share) => share > 0);
+  const children = shares.map((share) =>
+    fork(
+      new URL('./clients.ts', import.meta.url),
+      [api.url, String(share), JSON.stringify(codes), MODE],
+      {
+        execArgv: ['--max-old-space-size=8192'],
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      },
+    ),
   );
-  const ready = await new Promise<{ connectMs: number }>((resolve, reject) => {
-    child.once('message', (m: { kind: string; connectMs: number }) => resolve(m));
-    child.once('exit', (code) => reject(new Error(`clients exited with ${code}`)));
-  });
+  const connectStarted = Date.now();
+  await Promise.all(children.map((child) => nextMessage(child)));
+  const ready = { connectMs: Date.now() - connectStarted };
   const rows: Row[] = [];
   for (const tickCodes of [codes, codes.slice(0, 1)]) {
     const last: number[] = [];
@@ -120,10 +145,17 @@ async function scenario(count: number): Promise<Row[]> {
       const memory = process.memoryUsage();
       rss = Math.max(rss, memory.rss);
       heap = Math.max(heap, memory.heapUsed);
-      child.send({ kind: 'collect', timestamp: at });
-      const r = await new Promise<{ first: number[]; last: number[]; seen: number[] }>((resolve) =>
-        child.once('message', (m: any) => resolve(m)),
+      const parts = await Promise.all(
+        children.map((child) => {
+          child.send({ kind: 'collect', timestamp: at });
+          return nextMessage<Receipts>(child);
+        }),
       );
+      const r: Receipts = {
+        first: parts.flatMap((part) => part.first),
+        last: parts.flatMap((part) => part.last),
+        seen: parts.flatMap((part) => part.seen),
+      };
       for (let i = 0; i < count; i++) {
         if (r.seen[i] === tickCodes.length) complete += 1;
         if (r.seen[i]! > 0) {
@@ -147,8 +179,12 @@ async function scenario(count: number): Promise<Row[]> {
       heapMiB: mib(heap),
     });
   }
-  child.send({ kind: 'close' });
-  await new Promise((resolve) => child.once('exit', resolve));
+  await Promise.all(
+    children.map((child) => {
+      child.send({ kind: 'close' });
+      return new Promise((resolve) => child.once('exit', resolve));
+    }),
+  );
   await sleep(1000);
   return rows;
 }
@@ -156,6 +192,7 @@ async function scenario(count: number): Promise<Row[]> {
 const idle = process.memoryUsage();
 console.log(
   `bench:live — mode ${MODE}, ${codes.length} currencies, ${TICKS} ticks per scenario, ` +
+    `${CLIENT_PROCESSES} client processes, ` +
     `API process RSS idle ${mib(idle.rss)} MiB`,
 );
 const started = performance.now();

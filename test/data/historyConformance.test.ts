@@ -4,6 +4,7 @@ import { z } from 'zod';
 import {
   planRequest,
   queryCandles,
+  queryCandlesJson,
   type CandleRequest,
 } from '../../src/data/history/candleQuery.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
@@ -38,8 +39,15 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
   const dataEnd = now - 10 * MINUTE;
   let candles: Candle[] = [];
 
-  const ask = (request: Omit<CandleRequest, 'fill'>) =>
-    queryCandles(runtime.pool, { ...request, fill: 'none' }).then(asJson);
+  /** The rows, after checking that the route's JSON body (built in SQL) says the same. */
+  async function answer(request: CandleRequest) {
+    const rows = asJson(await queryCandles(runtime.pool, request));
+    const json = await queryCandlesJson(runtime.pool, request);
+    expect(JSON.parse(json.body)).toEqual(rows);
+    expect(json.empty).toBe(rows.length === 0);
+    return rows;
+  }
+  const ask = (request: Omit<CandleRequest, 'fill'>) => answer({ ...request, fill: 'none' });
 
   async function write(batch: Candle[]) {
     for (let i = 0; i < batch.length; i += 5000) {
@@ -150,7 +158,7 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
     for (const [timeZone, seconds] of cases) {
       const from = new Date(dataStart + 5 * HOUR);
       const to = new Date(now);
-      const got = await queryCandles(runtime.pool, {
+      const got = await answer({
         code: 'BTC',
         from,
         to,
@@ -167,7 +175,7 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
           AND time < ${to.toISOString()}::timestamptz
         GROUP BY 1 ORDER BY 1
       `);
-      expect({ timeZone, seconds, rows: asJson(got) }).toEqual({
+      expect({ timeZone, seconds, rows: got }).toEqual({
         timeZone,
         seconds,
         rows: asJson(expected),

@@ -75,11 +75,6 @@ export function candleJson(row: CandleRow): CandleJson {
   };
 }
 
-/** True when no bucket holds an observation or a filled value: the route answers 204. */
-export function isEmptyAnswer(rows: readonly CandleRow[]): boolean {
-  return rows.every((row) => row.count === 0 && row.open === null);
-}
-
 export const CSV_HEADER = 'timestamp,open,high,low,close,volume,count\n';
 
 // Every field is an ISO instant or a number (null: empty), so no field ever needs quoting.

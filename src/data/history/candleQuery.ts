@@ -49,8 +49,24 @@ export type CandleRow = z.infer<typeof candleRow>;
 // Over the wire the bucket start travels as epoch milliseconds: parsing a number is several
 // times cheaper than parsing a timestamp string, which shows on answers of thousands of rows.
 const candleWireRow = candleRow.extend({ timestamp: z.number() });
-const openWireRow = z.object({ timestamp: z.number(), open: z.number() });
 const EPOCH_MS = sql.fragment`(extract(epoch FROM bucket) * 1000)::float8`;
+
+/** A whole answer as the JSON text of a response body. */
+export interface JsonAnswer {
+  body: string;
+  /** No bucket holds an observation or a filled value (the routes answer 204). */
+  empty: boolean;
+}
+const jsonAnswer = z.object({ empty: z.boolean(), body: z.string() });
+/** A bucket start as JavaScript's toISOString() writes it (millisecond precision, UTC). */
+const ISO_INSTANT = sql.fragment`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+/**
+ * A float8 column as a JSON value. PostgreSQL prints the shortest text that reads back as the
+ * same double (extra_float_digits ≥ 1, the default), as JSON.stringify does; to_json() covers
+ * NaN and ±Infinity, which no JSON number can hold, and NULL.
+ */
+const jsonNumber = (column: 'open' | 'high' | 'low' | 'close' | 'volume') =>
+  sql.fragment`coalesce(to_json(${sql.identifier([column])})::text, 'null')`;
 
 const fromWire = <T extends { timestamp: number }>(row: T) => ({
   ...row,
@@ -137,19 +153,34 @@ export async function queryCandles(
   return rows.map(fromWire);
 }
 
-/** Only the open of each non-empty bucket (the contract's history route): less to aggregate and ship. */
-export async function queryOpens(
+/** The same candles as queryCandles, as the JSON text of the analyst route's body. */
+export async function queryCandlesJson(
+  pool: DatabasePool,
+  request: CandleRequest,
+  options: QueryOptions = {},
+): Promise<JsonAnswer> {
+  const { segments } = await planRequest(pool, request, options);
+  const query = candleJsonQuery(request, segments);
+  return withZoneErrors(request, () =>
+    mergesMany(request, segments) ? sortedGrouping(pool, (tx) => tx.one(query)) : pool.one(query),
+  );
+}
+
+/**
+ * The contract's history answer as JSON text: the open of each non-empty bucket (less to
+ * aggregate and ship than whole candles), as `[{timestamp, value}]`.
+ */
+export async function queryOpensJson(
   pool: DatabasePool,
   request: Omit<CandleRequest, 'fill'>,
   options: QueryOptions = {},
-): Promise<Array<{ timestamp: Date; open: number }>> {
+): Promise<JsonAnswer> {
   const full = { ...request, fill: 'none' as const };
   const { segments } = await planRequest(pool, full, options);
-  const query = openQuery(full, segments);
-  const rows = await withZoneErrors(full, () =>
-    mergesMany(full, segments) ? sortedGrouping(pool, (tx) => tx.any(query)) : pool.any(query),
+  const query = openJsonQuery(full, segments);
+  return withZoneErrors(full, () =>
+    mergesMany(full, segments) ? sortedGrouping(pool, (tx) => tx.one(query)) : pool.one(query),
   );
-  return rows.map(fromWire);
 }
 
 /** Whether the re-bucketed part of the answer may hold enough buckets for a hash aggregate to spill. */
@@ -258,18 +289,38 @@ function segmentSource(code: string, segment: Segment): SqlFragment {
     WHERE currency_code = ${code} AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}`;
 }
 
-/**
- * The whole answer in one statement: sub-buckets from the planned sources, merged exactly into
- * the request's buckets (open = first open by observation time, close = last close, extremes,
- * sums), then gap-filled over the grid of bucket starts.
- */
+/** The whole answer in one statement, a row per bucket, ascending (see answerRows). */
 export function candleQuery(request: CandleRequest, segments: Segment[]) {
+  return sql.type(candleWireRow)`
+    SELECT ${EPOCH_MS} AS timestamp, open, high, low, close, volume, count
+    FROM (${answerRows(request, segments)}) AS answer ORDER BY bucket`;
+}
+
+/**
+ * The same answer as the route's JSON body, built by PostgreSQL, and whether it is empty (no
+ * bucket holds an observation or a filled value). For answers of thousands of candles,
+ * formatting them in SQL costs a fraction of turning rows into objects and serialising those.
+ */
+function candleJsonQuery(request: CandleRequest, segments: Segment[]) {
+  return sql.type(jsonAnswer)`
+    SELECT coalesce(bool_and(count = 0 AND open IS NULL), true) AS empty,
+           '[' || coalesce(string_agg(
+             '{"timestamp":"' || ${ISO_INSTANT} || '","open":' || ${jsonNumber('open')} ||
+             ',"high":' || ${jsonNumber('high')} || ',"low":' || ${jsonNumber('low')} ||
+             ',"close":' || ${jsonNumber('close')} || ',"volume":' || ${jsonNumber('volume')} ||
+             ',"count":' || count || '}',
+             ',' ORDER BY bucket), '') || ']' AS body
+    FROM (${answerRows(request, segments)}) AS answer`;
+}
+
+/**
+ * Sub-buckets from the planned sources, merged exactly into the request's buckets (open = first
+ * open by observation time, close = last close, extremes, sums), then gap-filled over the grid of
+ * bucket starts: one row per bucket (`bucket` and the candle's columns), in no particular order.
+ */
+function answerRows(request: CandleRequest, segments: Segment[]): SqlFragment {
   const data = bucketRows(request, segments, 'ohlcv');
-  if (request.fill === 'none') {
-    return sql.type(candleWireRow)`
-      WITH data AS (${data})
-      SELECT ${EPOCH_MS} AS timestamp, open, high, low, close, volume, count FROM data ORDER BY bucket`;
-  }
+  if (request.fill === 'none') return data;
   const joined = sql.fragment`
     data AS (${data}),
     grid AS (${gridQuery(request)}),
@@ -279,12 +330,12 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
       FROM grid g FULL JOIN data d ON d.bucket = g.bucket
     )`;
   if (request.fill === 'null') {
-    return sql.type(candleWireRow)`
+    return sql.fragment`
       WITH ${joined}
-      SELECT ${EPOCH_MS} AS timestamp, open, high, low, close, volume, count FROM joined ORDER BY bucket`;
+      SELECT bucket, open, high, low, close, volume, count FROM joined`;
   }
   if (request.fill === 'previous') {
-    return sql.type(candleWireRow)`
+    return sql.fragment`
       WITH ${joined},
       marked AS (SELECT *, count(close) OVER (ORDER BY bucket) AS run FROM joined),
       filled AS (
@@ -292,12 +343,12 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
                            (${lastCloseBefore(request)})) AS carried
         FROM marked
       )
-      SELECT ${EPOCH_MS} AS timestamp,
+      SELECT bucket,
              coalesce(open, carried) AS open, coalesce(high, carried) AS high,
              coalesce(low, carried) AS low, coalesce(close, carried) AS close, volume, count
-      FROM filled ORDER BY bucket`;
+      FROM filled`;
   }
-  return sql.type(candleWireRow)`
+  return sql.fragment`
     WITH ${joined},
     before AS (
       SELECT time, close FROM price_observations
@@ -336,17 +387,20 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
              END AS line
       FROM anchored
     )
-    SELECT ${EPOCH_MS} AS timestamp,
+    SELECT bucket,
            coalesce(open, line) AS open, coalesce(high, line) AS high,
            coalesce(low, line) AS low, coalesce(close, line) AS close, volume, count
-    FROM interpolated ORDER BY bucket`;
+    FROM interpolated`;
 }
 
-function openQuery(request: CandleRequest, segments: Segment[]) {
-  return sql.type(openWireRow)`
-    SELECT ${EPOCH_MS} AS timestamp, open
-    FROM (${bucketRows(request, segments, 'open')}) AS buckets
-    ORDER BY bucket`;
+/** The contract's history answer as JSON text: `[{timestamp, value}]`, value the bucket's open. */
+function openJsonQuery(request: CandleRequest, segments: Segment[]) {
+  return sql.type(jsonAnswer)`
+    SELECT count(*) = 0 AS empty,
+           '[' || coalesce(string_agg(
+             '{"timestamp":"' || ${ISO_INSTANT} || '","value":' || ${jsonNumber('open')} || '}',
+             ',' ORDER BY bucket), '') || ']' AS body
+    FROM (${bucketRows(request, segments, 'open')}) AS buckets`;
 }
 
 const AGGREGATES = {

@@ -9,16 +9,14 @@ import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
 import { currencyExists } from '../../currencies/catalog.ts';
 import {
   assertZoneKnownToDatabase,
-  candleJson,
   candleRequestFrom,
   csvLines,
   EXPORT_CONTENT_TYPES,
-  isEmptyAnswer,
   ndjsonLines,
 } from '../../history/candleOutput.ts';
 import {
   maxBuckets,
-  queryCandles,
+  queryCandlesJson,
   streamCandles,
   type CandleRequest,
 } from '../../history/candleQuery.ts';
@@ -73,12 +71,13 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
             'too_many_points',
           );
         }
-        const rows = await queryCandles(deps.pool, request, { requireCurrency: true });
-        if (isEmptyAnswer(rows)) {
+        const answer = await queryCandlesJson(deps.pool, request, { requireCurrency: true });
+        if (answer.empty) {
           ctx.status = 204;
           return;
         }
-        ctx.body = rows.map(candleJson);
+        ctx.type = 'application/json';
+        ctx.body = answer.body;
       },
     }),
   );

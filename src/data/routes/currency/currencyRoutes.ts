@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ValidationError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
-import { firstPricePerBucket } from '../../history/historyQuery.ts';
+import { queryOpensJson } from '../../history/candleQuery.ts';
 import {
   currencyListQuery,
   displayCurrencyListSchema,
@@ -96,24 +96,18 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
         }
         const to = new Date();
         const from = new Date(to.getTime() - query.hours * 3_600_000);
-        const rows = await firstPricePerBucket(
+        // The first price of each bucket is its candle's open, so the rollup planner answers.
+        const answer = await queryOpensJson(
           deps.pool,
-          {
-            code: params.code,
-            from,
-            to,
-            intervalSeconds: query.intervalSeconds,
-          },
+          { code: params.code, from, to, intervalSeconds: query.intervalSeconds },
           { requireCurrency: true },
         );
-        if (rows.length === 0) {
+        if (answer.empty) {
           ctx.status = 204;
           return;
         }
-        ctx.body = rows.map((row) => ({
-          timestamp: row.timestamp.toISOString(),
-          value: row.value,
-        }));
+        ctx.type = 'application/json';
+        ctx.body = answer.body;
       },
     }),
   );
