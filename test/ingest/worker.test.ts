@@ -1,10 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { spawn } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
-import { once } from 'node:events';
 import { join } from 'node:path';
 import { makeWorkerUtils } from 'graphile-worker';
-import pg from 'pg';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
@@ -16,6 +12,8 @@ import {
 } from '../../src/data/ingest/jobs.ts';
 import { startWorkerRunner } from '../../src/worker/start.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { until } from '../support/wait.ts';
+import { killWorkerMidImport, writeMinutePricesCsv } from '../support/workerProcess.ts';
 import { tempDir } from './fixtures.ts';
 
 let runtime: TestRuntime;
@@ -37,34 +35,6 @@ const countOf = (code: string) =>
   runtime.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
     SELECT count(*)::int AS n FROM price_observations
     WHERE currency_code = ${code} AND time < '2024-01-01'`);
-
-async function until(check: () => Promise<boolean>, timeoutMs: number, what: string) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-/** A generic CSV of `rows` one-minute prices of one currency, written in large chunks. */
-async function bigCsv(name: string, code: string, rows: number): Promise<string> {
-  const path = join(files.dir, name);
-  const out = createWriteStream(path);
-  out.write('time,code,open,high,low,close,volume\n');
-  const start = Date.UTC(2010, 0, 1);
-  let chunk = '';
-  for (let i = 0; i < rows; i++) {
-    const p = (100 + (i % 1000) / 100).toFixed(2);
-    chunk += `${new Date(start + i * 60_000).toISOString()},${code},${p},${p},${p},${p},1\n`;
-    if (chunk.length > 1 << 20) {
-      if (!out.write(chunk)) await once(out, 'drain');
-      chunk = '';
-    }
-  }
-  out.end(chunk);
-  await once(out, 'finish');
-  return path;
-}
 
 describe('--enqueue: files as jobs for the worker', () => {
   test('two workers share the jobs and load each file exactly once', async () => {
@@ -99,46 +69,13 @@ describe('--enqueue: files as jobs for the worker', () => {
 
   test('a worker killed mid-import leaves nothing behind; the rerun ends with the exact count', async () => {
     const rows = 600_000;
-    const path = await bigCsv('big.csv', 'BTC', rows);
+    const path = await writeMinutePricesCsv(join(files.dir, 'big.csv'), 'BTC', rows, {
+      startMs: Date.UTC(2010, 0, 1),
+      price: (i) => (100 + (i % 1000) / 100).toFixed(2),
+    });
     const plan = await planFile(path);
     await enqueueFileJobs(runtime.pool, [plan], {});
-    // Hold the unit's completion record in an open transaction: the import can stream its rows
-    // but never commit, so the kill below always lands before the end, however fast the machine.
-    const blocker = new pg.Client({ connectionString: runtime.config.DATABASE_URL });
-    await blocker.connect();
-    await blocker.query('BEGIN');
-    await blocker.query(
-      `INSERT INTO ingest_units (unit_key, kind, source, label, rows_read, rows_inserted, rows_duplicate, rows_rejected, load_path)
-       VALUES ($1, 'file', 'test', 'blocker', 0, 0, 0, 0, 'direct')`,
-      [plan.key],
-    );
-    const child = spawn(
-      join(process.cwd(), 'node_modules', '.bin', 'node'),
-      [join(process.cwd(), 'bin', 'platform.mjs'), 'start', '--role', 'worker'],
-      {
-        env: { ...process.env, DATABASE_URL: runtime.config.DATABASE_URL, LOG_LEVEL: 'silent' },
-        stdio: 'ignore',
-      },
-    );
-    const exited = once(child, 'exit');
-    try {
-      // Kill it hard once its COPY has been streaming for a moment (or it waits to commit).
-      await until(
-        () =>
-          runtime.pool.exists(sql.unsafe`
-            SELECT 1 FROM pg_stat_activity
-            WHERE datname = current_database() AND application_name = 'platform-ingest'
-              AND ((query LIKE 'COPY%' AND state = 'active' AND now() - query_start > interval '300 ms')
-                   OR wait_event_type = 'Lock')`),
-        60_000,
-        'the worker to be mid-import',
-      );
-    } finally {
-      child.kill('SIGKILL');
-      await exited;
-      await blocker.query('ROLLBACK');
-      await blocker.end();
-    }
+    await killWorkerMidImport(runtime, plan.key);
     // The server rolls the dead session's transaction back: no row and no completion record.
     await until(
       async () =>

@@ -8,7 +8,7 @@ import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { newAccount } from '../support/apiClient.ts';
 import { getJson } from '../support/http.ts';
 import { newsEvent, post, predictionRequest } from '../support/signals.ts';
-import { until } from './wait.ts';
+import { until } from '../support/wait.ts';
 
 // PostgreSQL restarted while both services take writes. The services are not restarted: they
 // must answer 503 (never 500, never hang) while the database is away, report it on readiness

@@ -13,7 +13,7 @@ import { getJson, serve } from '../support/http.ts';
 import { setSnapshot } from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { startTcpProxy, type TcpProxy } from './tcpProxy.ts';
-import { until } from './wait.ts';
+import { until } from '../support/wait.ts';
 
 // A half-open connection between the services and PostgreSQL: a proxy that keeps every
 // connection open but stops forwarding bytes. Neither side sees an error; without client-side
