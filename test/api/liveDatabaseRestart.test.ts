@@ -5,12 +5,10 @@ import { ADMIN_URL } from '../support/database.ts';
 import { eventually } from '../support/priceTicks.ts';
 import { setSnapshot } from '../support/prices.ts';
 import {
-  connectTrader,
   feedsListening,
   publishTick,
   startLiveHarness,
   type LiveHarness,
-  type TraderClient,
 } from '../support/live.ts';
 
 // RESTARTS THE WHOLE POSTGRESQL SERVER under connected clients. Other test files running at the
@@ -22,7 +20,6 @@ const enabled = process.env.LIVE_DB_RESTART_TESTS === '1';
 const describeRestart = enabled ? describe : describe.skip;
 
 let harness: LiveHarness;
-const open: TraderClient[] = [];
 
 function clusterOf(): [string, string] {
   const line = execFileSync('pg_lsclusters', ['--no-header'], { encoding: 'utf8' })
@@ -54,21 +51,15 @@ describeRestart('the database restarting under connected clients', () => {
   });
 
   afterAll(async () => {
-    for (const client of open) client.close();
     await harness?.close();
   });
 
   test('clients keep receiving prices and portfolio updates afterwards', async () => {
     const owner = await harness.signUp(0);
-    const first = await connectTrader(harness.instances[0]!.url, { codes: ['BTC'] });
-    const second = await connectTrader(harness.instances[1]!.url, {
-      codes: ['BTC'],
-      cookie: owner.cookie,
-    });
-    open.push(first, second);
-    let clock = Date.now();
-    await setSnapshot(harness.runtime.pool, 'BTC', 100, new Date(clock));
-    await publishTick(harness.runtime.pool, new Date(clock), { BTC: 100 });
+    const first = await harness.trader({ instance: 0, codes: ['BTC'] });
+    const second = await harness.trader({ instance: 1, codes: ['BTC'], cookie: owner.cookie });
+    await setSnapshot(harness.runtime.pool, 'BTC', 100, harness.clock.now());
+    await publishTick(harness.runtime.pool, harness.clock.now(), { BTC: 100 });
     await first.waitForPrice('BTC', 100);
 
     const [version, name] = clusterOf();
@@ -83,10 +74,10 @@ describeRestart('the database restarting under connected clients', () => {
     );
 
     // The pools' dead connections are replaced on the next checkout; retry the first write.
-    clock += 1000;
+    const afterRestart = harness.clock.next();
     await eventually(
       () =>
-        publishTick(harness.runtime.pool, new Date(clock), { BTC: 105 }).then(
+        publishTick(harness.runtime.pool, afterRestart, { BTC: 105 }).then(
           () => true,
           () => false,
         ),

@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { eventually } from '../support/priceTicks.ts';
-import {
-  connectTrader,
-  feedsListening,
-  publishTick,
-  startLiveHarness,
-  type LiveHarness,
-  type TraderClient,
-} from '../support/live.ts';
+import { feedsListening, startLiveHarness, type LiveHarness } from '../support/live.ts';
 import { setSnapshot } from '../support/prices.ts';
 
 // Two API instances (own pools, own HTTP servers, as two processes) on one database, a client
@@ -15,32 +8,22 @@ import { setSnapshot } from '../support/prices.ts';
 // adapter, and each instance's own LISTEN feeds its clients' prices.
 
 let harness: LiveHarness;
-const open: TraderClient[] = [];
-let clock = Date.now();
 
 beforeAll(async () => {
   harness = await startLiveHarness({ instances: 2 });
-  await setSnapshot(harness.runtime.pool, 'BTC', 100, new Date(clock));
+  await setSnapshot(harness.runtime.pool, 'BTC', 100, harness.clock.now());
   await feedsListening(harness);
 });
 
 afterAll(async () => {
-  for (const client of open) client.close();
   await harness.close();
 });
 
-const trader = async (on: number, options: Parameters<typeof connectTrader>[1] = {}) => {
-  const client = await connectTrader(harness.instances[on]!.url, options);
-  open.push(client);
-  return client;
-};
-
 describe('two API instances', () => {
   test('both clients receive every price, once each', async () => {
-    const first = await trader(0, { codes: ['BTC'] });
-    const second = await trader(1, { codes: ['BTC'] });
-    clock += 1000;
-    await publishTick(harness.runtime.pool, new Date(clock), { BTC: 101 });
+    const first = await harness.trader({ instance: 0, codes: ['BTC'] });
+    const second = await harness.trader({ instance: 1, codes: ['BTC'] });
+    await harness.tick({ BTC: 101 });
     await first.waitForPrice('BTC', 101);
     await second.waitForPrice('BTC', 101);
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -50,8 +33,8 @@ describe('two API instances', () => {
 
   test('a holding added through one instance updates the owner connected to the other', async () => {
     const owner = await harness.signUp(0);
-    const onSecond = await trader(1, { cookie: owner.cookie });
-    const onFirst = await trader(0, { cookie: owner.cookie });
+    const onSecond = await harness.trader({ instance: 1, cookie: owner.cookie });
+    const onFirst = await harness.trader({ instance: 0, cookie: owner.cookie });
     const response = await owner.client.post('/api/portfolio/add', {
       currencyCode: 'BTC',
       shares: 3,
@@ -69,7 +52,7 @@ describe('two API instances', () => {
 
   test('an event emitted to a room by one instance reaches the room’s clients on the other', async () => {
     const owner = await harness.signUp(0);
-    const onSecond = await trader(1, { cookie: owner.cookie });
+    const onSecond = await harness.trader({ instance: 1, cookie: owner.cookie });
     const received: unknown[] = [];
     onSecond.socket.on('notice', (payload) => received.push(payload));
     harness.instances[0]!.service.live.server!.of('/trader')

@@ -1,42 +1,23 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { eventually } from '../support/priceTicks.ts';
-import {
-  connectTrader,
-  feedsListening,
-  publishTick,
-  startLiveHarness,
-  type LiveHarness,
-  type TraderClient,
-} from '../support/live.ts';
+import { feedsListening, startLiveHarness, type LiveHarness } from '../support/live.ts';
 import { setSnapshot } from '../support/prices.ts';
 
 // Portfolio events: to the signed-in owner's connections only, when its value changes.
 
 let harness: LiveHarness;
-const open: TraderClient[] = [];
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-let clock = Date.now();
-const tick = (prices: Record<string, number>) => {
-  clock += 1000;
-  return publishTick(harness.runtime.pool, new Date(clock), prices);
-};
-const trader = async (options: Parameters<typeof connectTrader>[1] = {}) => {
-  const client = await connectTrader(harness.instances[0]!.url, options);
-  open.push(client);
-  return client;
-};
 
 beforeAll(async () => {
   harness = await startLiveHarness();
   // The data module's current prices, which /api/portfolio/add reads.
-  await setSnapshot(harness.runtime.pool, 'BTC', 100, new Date(clock));
-  await setSnapshot(harness.runtime.pool, 'ETH', 10, new Date(clock));
+  await setSnapshot(harness.runtime.pool, 'BTC', 100, harness.clock.now());
+  await setSnapshot(harness.runtime.pool, 'ETH', 10, harness.clock.now());
   await feedsListening(harness);
-  await tick({ BTC: 100, ETH: 10 });
+  await harness.tick({ BTC: 100, ETH: 10 });
 });
 
 afterAll(async () => {
-  for (const client of open) client.close();
   await harness.close();
 });
 
@@ -44,10 +25,10 @@ describe('portfolio events', () => {
   test('go to the owner when the value of its holdings changes, and to no one else', async () => {
     const owner = await harness.signUp();
     const other = await harness.signUp();
-    const ownerSocket = await trader({ cookie: owner.cookie });
-    const ownerSecondTab = await trader({ cookie: owner.cookie });
-    const otherSocket = await trader({ cookie: other.cookie });
-    const anonymous = await trader({ codes: ['BTC', 'ETH'] });
+    const ownerSocket = await harness.trader({ cookie: owner.cookie });
+    const ownerSecondTab = await harness.trader({ cookie: owner.cookie });
+    const otherSocket = await harness.trader({ cookie: other.cookie });
+    const anonymous = await harness.trader({ codes: ['BTC', 'ETH'] });
 
     expect(ownerSocket.snapshots[0]).toMatchObject({
       signedIn: true,
@@ -73,7 +54,7 @@ describe('portfolio events', () => {
 
     // A price move of a held currency revalues it, with the same shape as GET /api/portfolio/get.
     await sleep(1100);
-    await tick({ BTC: 120 });
+    await harness.tick({ BTC: 120 });
     await eventually(
       () => ownerSocket.portfolios.some((p) => p.totalWorth === 290),
       10_000,
@@ -92,8 +73,8 @@ describe('portfolio events', () => {
     // A currency the owner does not hold, or an unchanged price: nothing is sent.
     const count = ownerSocket.portfolios.length;
     await sleep(1100);
-    await tick({ ETH: 11 });
-    await tick({ BTC: 120 });
+    await harness.tick({ ETH: 11 });
+    await harness.tick({ BTC: 120 });
     await anonymous.waitForPrice('ETH', 11);
     await sleep(1500);
     expect(ownerSocket.portfolios.length).toBe(count);
@@ -109,9 +90,9 @@ describe('portfolio events', () => {
       shares: 1,
       walletDollars: 0,
     });
-    const socket = await trader({ cookie: owner.cookie });
+    const socket = await harness.trader({ cookie: owner.cookie });
     await sleep(1100);
-    for (let i = 1; i <= 5; i++) await tick({ ETH: 20 + i });
+    for (let i = 1; i <= 5; i++) await harness.tick({ ETH: 20 + i });
     await eventually(
       () => socket.portfolios.some((p) => p.totalWorth === 25),
       10_000,
@@ -127,13 +108,15 @@ describe('portfolio events', () => {
       /sid=[^;]+/,
       'sid=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
     );
-    const a = await trader({ cookie: forged });
+    const a = await harness.trader({ cookie: forged });
     expect(a.snapshots[0]).toMatchObject({ signedIn: false, portfolio: null });
-    const unsigned = await trader({ cookie: owner.cookie.replace(/; ?sid\.sig=[^;]+/, '') });
+    const unsigned = await harness.trader({
+      cookie: owner.cookie.replace(/; ?sid\.sig=[^;]+/, ''),
+    });
     expect(unsigned.snapshots[0].signedIn).toBe(false);
 
     await owner.client.get('/api/authorize/logout');
-    const afterLogout = await trader({ cookie: owner.cookie });
+    const afterLogout = await harness.trader({ cookie: owner.cookie });
     expect(afterLogout.snapshots[0].signedIn).toBe(false);
   });
 });

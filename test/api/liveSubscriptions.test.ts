@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { io } from 'socket.io-client';
 import { PRICE_FEED_APPLICATION_NAME } from '../../src/api/live/priceFeed.ts';
 import { eventually } from '../support/priceTicks.ts';
@@ -6,27 +7,12 @@ import { setSnapshot } from '../support/prices.ts';
 import {
   connectTrader,
   feedsListening,
-  publishTick,
   startLiveHarness,
   type LiveHarness,
-  type TraderClient,
 } from '../support/live.ts';
 
 let harness: LiveHarness;
 let url: string;
-const open: TraderClient[] = [];
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-// Each tick a little later than the last, so the book always takes it as newer.
-let clock = Date.now();
-const tick = (prices: Record<string, number>) => {
-  clock += 1000;
-  return publishTick(harness.runtime.pool, new Date(clock), prices);
-};
-const trader = async (options: Parameters<typeof connectTrader>[1] = {}) => {
-  const client = await connectTrader(url, options);
-  open.push(client);
-  return client;
-};
 
 beforeAll(async () => {
   harness = await startLiveHarness();
@@ -35,14 +21,13 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const client of open) client.close();
   await harness.close();
 });
 
 describe('subscribe and unsubscribe', () => {
   test('the acknowledgement carries the current values; unknown codes are named', async () => {
-    await tick({ BTC: 50_000, ETH: 3_000 });
-    const client = await trader();
+    await harness.tick({ BTC: 50_000, ETH: 3_000 });
+    const client = await harness.trader();
     await eventually(async () => {
       const ack = await client.emit('subscribe', { codes: ['BTC'] });
       return ack.prices[0]?.value === 50_000;
@@ -60,12 +45,12 @@ describe('subscribe and unsubscribe', () => {
   });
 
   test('price events reach subscribers of that code only, until they unsubscribe', async () => {
-    const btc = await trader();
-    const eth = await trader();
+    const btc = await harness.trader();
+    const eth = await harness.trader();
     expect((await btc.emit('subscribe', { codes: ['BTC'] })).ok).toBe(true);
     expect((await eth.emit('subscribe', { codes: ['ETH'] })).ok).toBe(true);
     await sleep(1100);
-    await tick({ BTC: 51_000, ETH: 3_100, SOL: 150 });
+    await harness.tick({ BTC: 51_000, ETH: 3_100, SOL: 150 });
     await btc.waitForPrice('BTC', 51_000);
     await eth.waitForPrice('ETH', 3_100);
     expect(btc.prices.every((p) => p.code === 'BTC')).toBe(true);
@@ -73,7 +58,7 @@ describe('subscribe and unsubscribe', () => {
     expect(btc.prices.at(-1)).toEqual({
       code: 'BTC',
       value: 51_000,
-      timestamp: new Date(clock).toISOString(),
+      timestamp: harness.clock.now().toISOString(),
       receivedAt: expect.any(Number),
     });
 
@@ -81,27 +66,27 @@ describe('subscribe and unsubscribe', () => {
     expect(ack).toEqual({ ok: true, codes: [] });
     const heard = btc.prices.length;
     await sleep(1100);
-    await tick({ BTC: 52_000, ETH: 3_200 });
+    await harness.tick({ BTC: 52_000, ETH: 3_200 });
     await eth.waitForPrice('ETH', 3_200);
     await sleep(200);
     expect(btc.prices.length).toBe(heard);
   });
 
   test('codes given at the handshake are followed at once and come back in the snapshot', async () => {
-    const client = await trader({ codes: ['ETH', 'DOGE'] });
+    const client = await harness.trader({ codes: ['ETH', 'DOGE'] });
     expect(client.snapshots[0].prices).toEqual([
       { code: 'ETH', value: expect.any(Number), timestamp: expect.any(String) },
     ]);
     await sleep(1100);
-    await tick({ ETH: 3_300 });
+    await harness.tick({ ETH: 3_300 });
     await client.waitForPrice('ETH', 3_300);
   });
 
   test('a reconnecting client gets a fresh snapshot with what moved while it was away', async () => {
-    const client = await trader({ codes: ['BTC'] });
+    const client = await harness.trader({ codes: ['BTC'] });
     client.socket.disconnect(); // away (the connection dropped, the laptop slept …)
     await sleep(1100);
-    await tick({ BTC: 53_500 });
+    await harness.tick({ BTC: 53_500 });
     await sleep(300);
     client.socket.connect();
     await eventually(() => client.snapshots.length >= 2, 10_000, 'a second snapshot');
@@ -112,14 +97,14 @@ describe('subscribe and unsubscribe', () => {
 
 describe('batched delivery (auth.batch)', () => {
   test('one prices event per cycle with the followed codes only; unsubscribe narrows it', async () => {
-    const a = await trader({ batch: true, codes: ['BTC', 'ETH'] });
-    const b = await trader({ batch: true, codes: ['ETH', 'BTC'] }); // the same set
-    const c = await trader({ batch: true });
+    const a = await harness.trader({ batch: true, codes: ['BTC', 'ETH'] });
+    const b = await harness.trader({ batch: true, codes: ['ETH', 'BTC'] }); // the same set
+    const c = await harness.trader({ batch: true });
     expect(a.snapshots[0].prices.map((p: any) => p.code).sort()).toEqual(['BTC', 'ETH']);
     expect(await c.emit('subscribe', { codes: ['SOL'] })).toMatchObject({ ok: true });
     await sleep(1100);
-    await tick({ BTC: 60_000, ETH: 4_000, SOL: 160, ADA: 0.4 });
-    const stamp = new Date(clock).toISOString();
+    await harness.tick({ BTC: 60_000, ETH: 4_000, SOL: 160, ADA: 0.4 });
+    const stamp = harness.clock.now().toISOString();
     for (const client of [a, b]) {
       await eventually(() => client.batches.length === 1, 10_000, 'a batch');
       expect(client.batches[0]).toEqual({ timestamp: stamp, values: { BTC: 60_000, ETH: 4_000 } });
@@ -129,7 +114,7 @@ describe('batched delivery (auth.batch)', () => {
 
     expect(await a.emit('unsubscribe', { codes: ['BTC'] })).toEqual({ ok: true, codes: ['ETH'] });
     await sleep(1100);
-    await tick({ BTC: 61_000, ETH: 4_100 });
+    await harness.tick({ BTC: 61_000, ETH: 4_100 });
     await eventually(() => a.batches.length === 2 && b.batches.length === 2, 10_000, 'batches');
     expect(a.batches[1].values).toEqual({ ETH: 4_100 });
     expect(b.batches[1].values).toEqual({ BTC: 61_000, ETH: 4_100 });
@@ -137,7 +122,7 @@ describe('batched delivery (auth.batch)', () => {
     const perCurrency: unknown[] = [];
     a.socket.on('price', (p) => perCurrency.push(p));
     await sleep(1100);
-    await tick({ ETH: 4_200 });
+    await harness.tick({ ETH: 4_200 });
     await eventually(() => a.batches.length === 3, 10_000, 'a third batch');
     expect(perCurrency).toEqual([]);
   });
@@ -145,10 +130,10 @@ describe('batched delivery (auth.batch)', () => {
 
 describe('coalescing', () => {
   test('at most one price per code per second, the latest value winning', async () => {
-    const client = await trader({ codes: ['SOL'] });
+    const client = await harness.trader({ codes: ['SOL'] });
     await sleep(1100);
     const start = client.prices.length;
-    for (let i = 1; i <= 6; i++) await tick({ SOL: 100 + i });
+    for (let i = 1; i <= 6; i++) await harness.tick({ SOL: 100 + i });
     await client.waitForPrice('SOL', 106, 5000);
     await sleep(1300);
     const heard = client.prices.slice(start).filter((p) => p.code === 'SOL');
@@ -160,7 +145,7 @@ describe('coalescing', () => {
 
 describe('malformed messages', () => {
   test('every bad payload gets an error acknowledgement and the connection carries on', async () => {
-    const client = await trader();
+    const client = await harness.trader();
     const bad: unknown[] = [
       undefined,
       'BTC',
@@ -192,13 +177,13 @@ describe('malformed messages', () => {
   });
 
   test('an oversized message closes only that connection', async () => {
-    const victim = await trader({ reconnection: false });
-    const bystander = await trader({ codes: ['BTC'] });
+    const victim = await harness.trader({ reconnection: false });
+    const bystander = await harness.trader({ codes: ['BTC'] });
     const closed = new Promise((resolve) => victim.socket.once('disconnect', resolve));
     victim.socket.emit('subscribe', { codes: ['X'.repeat(200 * 1024)] });
     await closed;
     await sleep(1100);
-    await tick({ BTC: 54_000 });
+    await harness.tick({ BTC: 54_000 });
     await bystander.waitForPrice('BTC', 54_000);
   });
 
@@ -211,7 +196,7 @@ describe('malformed messages', () => {
     socket.send('42/trader,[not json');
     socket.send('\u0000\u0001garbage');
     await new Promise((resolve) => socket.addEventListener('close', resolve));
-    const client = await trader();
+    const client = await harness.trader();
     expect((await client.emit('subscribe', { codes: ['ETH'] })).ok).toBe(true);
   });
 });
@@ -219,7 +204,7 @@ describe('malformed messages', () => {
 describe('handshake', () => {
   test('a browser from a foreign origin is refused; our own origin is welcome', async () => {
     await expect(connectTrader(url, { origin: 'https://evil.example' })).rejects.toThrow();
-    const own = await trader({ origin: url });
+    const own = await harness.trader({ origin: url });
     expect(own.snapshots[0].signedIn).toBe(false);
   });
 
@@ -232,9 +217,9 @@ describe('handshake', () => {
 
 describe('the price feed', () => {
   test('reconnects after its connection is killed and catches up on missed prices', async () => {
-    const client = await trader({ codes: ['ADA'] });
+    const client = await harness.trader({ codes: ['ADA'] });
     await sleep(1100);
-    await tick({ ADA: 0.5 });
+    await harness.tick({ ADA: 0.5 });
     await client.waitForPrice('ADA', 0.5);
     // A price written while the feed is away: its event is lost, the snapshot is not.
     await harness.runtime.pool.query(
@@ -242,12 +227,11 @@ describe('the price feed', () => {
         SELECT pg_terminate_backend(pid) FROM pg_stat_activity
         WHERE application_name = ${PRICE_FEED_APPLICATION_NAME} AND datname = current_database()`,
     );
-    clock += 1000;
-    await setSnapshot(harness.runtime.pool, 'ADA', 0.6, new Date(clock));
+    await setSnapshot(harness.runtime.pool, 'ADA', 0.6, harness.clock.next());
     await client.waitForPrice('ADA', 0.6, 15_000);
     await feedsListening(harness);
     await sleep(1100);
-    await tick({ ADA: 0.7 });
+    await harness.tick({ ADA: 0.7 });
     await client.waitForPrice('ADA', 0.7);
   });
 });

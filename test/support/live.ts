@@ -27,7 +27,25 @@ export interface LiveHarness {
   dataUrl: string;
   /** Signs up a new user on instance `on`; the client keeps its cookies. */
   signUp(on?: number): Promise<{ client: ApiClient; userId: number; cookie: string }>;
+  /** Connects a trader to instance `instance` (0 unless said); close() disconnects it. */
+  trader(options?: TraderOptions & { instance?: number }): Promise<TraderClient>;
+  /** The time of price events, from the harness's start on. */
+  clock: TickClock;
+  /** Publishes prices at the next second of `clock`, so the live book takes them as newer. */
+  tick(prices: Record<string, number>): Promise<void>;
+  /** Disconnects the traders, then stops the services and drops the database. */
   close(): Promise<void>;
+}
+
+export interface TickClock {
+  now(): Date;
+  /** Moves the clock on by a second and returns the new time. */
+  next(): Date;
+}
+
+function tickClock(): TickClock {
+  let at = Date.now();
+  return { now: () => new Date(at), next: () => new Date((at += 1000)) };
 }
 
 /**
@@ -71,10 +89,19 @@ export async function startLiveHarness(
       },
     });
   }
+  const traders: TraderClient[] = [];
+  const clock = tickClock();
   return {
     runtime,
     instances,
     dataUrl: data.url,
+    async trader({ instance = 0, ...options } = {}) {
+      const client = await connectTrader(instances[instance]!.url, options);
+      traders.push(client);
+      return client;
+    },
+    clock,
+    tick: (prices) => publishTick(runtime.pool, clock.next(), prices),
     async signUp(on = 0) {
       const client = new ApiClient(instances[on]!.url);
       const account = newAccount();
@@ -88,6 +115,7 @@ export async function startLiveHarness(
       return { client, userId, cookie: client.cookieHeader() };
     },
     async close() {
+      for (const client of traders) client.close();
       for (const instance of instances) await instance.close();
       await data.close(1000);
       await runtime.dispose();
@@ -114,16 +142,18 @@ export interface TraderClient {
   close(): void;
 }
 
+export interface TraderOptions {
+  cookie?: string;
+  origin?: string;
+  codes?: string[];
+  reconnection?: boolean;
+  batch?: boolean;
+}
+
 /** A socket.io-client on /trader (websocket transport, as browsers end up using). */
 export async function connectTrader(
   url: string,
-  options: {
-    cookie?: string;
-    origin?: string;
-    codes?: string[];
-    reconnection?: boolean;
-    batch?: boolean;
-  } = {},
+  options: TraderOptions = {},
 ): Promise<TraderClient> {
   const headers: Record<string, string> = {};
   if (options.cookie) headers.cookie = options.cookie;
