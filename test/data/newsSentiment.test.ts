@@ -1,32 +1,28 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { RunningServer } from '../../src/shared/http/server.ts';
-import { createDataService } from '../../src/data/service.ts';
-import { getJson, serve } from '../support/http.ts';
-import { startDataModule, type DataModuleHarness } from '../support/dataModule.ts';
-import type { TestRuntime } from '../support/runtime.ts';
-import { countingPool, ndjson, newsEvent, post } from '../support/signals.ts';
+import { getJson } from '../support/http.ts';
+import {
+  startCountingDataModule,
+  startDataModule,
+  type DataModuleHarness,
+} from '../support/dataModule.ts';
+import { ndjson, newsEvent, post } from '../support/signals.ts';
 
 let harness: DataModuleHarness;
-let runtime: TestRuntime;
-let server: RunningServer;
-let readToken: string;
-let writeToken: string;
 
 beforeAll(async () => {
   harness = await startDataModule();
-  ({ runtime, server, readToken, writeToken } = harness);
 });
 
 afterAll(async () => {
   await harness.close();
 });
 
-const addNews = (body: unknown, token = writeToken) =>
-  post(`${server.url}/data/news-sentiment/add`, token, body);
+const addNews = (body: unknown, token = harness.writeToken) =>
+  post(`${harness.server.url}/data/news-sentiment/add`, token, body);
 const addNewsBulk = (body: unknown, contentType = 'application/json') =>
-  post(`${server.url}/data/news-sentiment/add/bulk`, writeToken, body, contentType);
+  post(`${harness.server.url}/data/news-sentiment/add/bulk`, harness.writeToken, body, contentType);
 
 const storedRow = z.object({
   article_id: z.number(),
@@ -37,7 +33,7 @@ const storedRow = z.object({
 });
 
 async function storedArticles(ids: number[]) {
-  return runtime.pool.any(sql.type(storedRow)`
+  return harness.runtime.pool.any(sql.type(storedRow)`
     SELECT article_id, publish_date, title, weighted_score, received_at FROM news_sentiment
     WHERE article_id = ANY(${sql.array(ids, 'int8')}) ORDER BY article_id
   `);
@@ -136,8 +132,8 @@ describe('POST /data/news-sentiment/add', () => {
     expect(broken.status).toBe(400);
     expect(broken.body.error.code).toBe('invalid_json');
     const wrongType = await post(
-      `${server.url}/data/news-sentiment/add`,
-      writeToken,
+      `${harness.server.url}/data/news-sentiment/add`,
+      harness.writeToken,
       'articleId=1',
       'text/plain',
     );
@@ -149,7 +145,7 @@ describe('POST /data/news-sentiment/add', () => {
 
   test('needs a token with the write scope', async () => {
     expect((await addNews(newsEvent(), '')).status).toBe(401);
-    const forbidden = await addNews(newsEvent(), readToken);
+    const forbidden = await addNews(newsEvent(), harness.readToken);
     expect(forbidden.status).toBe(403);
     expect(forbidden.body.error.code).toBe('insufficient_scope');
   });
@@ -197,7 +193,7 @@ describe('POST /data/news-sentiment/add/bulk', () => {
   });
 
   test('/metrics counts items by outcome', async () => {
-    const { text } = await getJson(`${server.url}/metrics`);
+    const { text } = await getJson(`${harness.server.url}/metrics`);
     for (const outcome of ['accepted', 'duplicate', 'rejected']) {
       expect(text).toMatch(
         new RegExp(`data_signal_items_total\\{kind="news_sentiment",outcome="${outcome}"\\} [1-9]`),
@@ -212,26 +208,24 @@ describe('POST /data/news-sentiment/add/bulk', () => {
   });
 
   test('thousands of items go to the database in one statement', async () => {
-    const counting = await countingPool(runtime.database.url);
-    const counted = await serve(createDataService({ ...runtime, pool: counting.pool }).app);
+    const counted = await startCountingDataModule(harness.runtime);
     try {
       const send = (items: unknown[]) =>
-        post(`${counted.url}/data/news-sentiment/add/bulk`, writeToken, items);
-      const start = counting.count();
+        post(`${counted.url}/data/news-sentiment/add/bulk`, harness.writeToken, items);
+      const start = counted.statements();
       expect((await send([newsEvent({ articleId: 700 })])).body.accepted).toBe(1);
-      const forOne = counting.count() - start;
+      const forOne = counted.statements() - start;
       const many = Array.from({ length: 5000 }, (_, i) => newsEvent({ articleId: 10_000 + i }));
-      const before = counting.count();
+      const before = counted.statements();
       const { body } = await send(many);
       expect(body.accepted).toBe(5000);
-      expect(counting.count() - before).toBe(forOne);
+      expect(counted.statements() - before).toBe(forOne);
       // The token check and the insert.
       expect(forOne).toBe(2);
     } finally {
       await counted.close();
-      await counting.pool.end();
     }
-    const stored = await runtime.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    const stored = await harness.runtime.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
       SELECT count(*) AS n FROM news_sentiment WHERE article_id BETWEEN 10000 AND 14999
     `);
     expect(stored).toBe(5000);
@@ -276,8 +270,8 @@ describe('GET /data/news-sentiment', () => {
     expect(body.accepted).toBe(5);
   });
 
-  const read = (query: string, token = readToken) =>
-    getJson(`${server.url}/data/news-sentiment?${query}`, token);
+  const read = (query: string, token = harness.readToken) =>
+    getJson(`${harness.server.url}/data/news-sentiment?${query}`, token);
 
   test('hourly buckets: count and weighted score, hand-computed', async () => {
     const { status, body } = await read(
@@ -344,6 +338,6 @@ describe('GET /data/news-sentiment', () => {
   });
 
   test('needs the read scope', async () => {
-    expect((await read('', writeToken)).status).toBe(403);
+    expect((await read('', harness.writeToken)).status).toBe(403);
   });
 });

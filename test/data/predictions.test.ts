@@ -1,33 +1,29 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { RunningServer } from '../../src/shared/http/server.ts';
-import { createDataService } from '../../src/data/service.ts';
-import { getJson, serve } from '../support/http.ts';
+import { getJson } from '../support/http.ts';
 import { insertCandles } from '../support/prices.ts';
-import { startDataModule, type DataModuleHarness } from '../support/dataModule.ts';
-import type { TestRuntime } from '../support/runtime.ts';
-import { countingPool, ndjson, post, predictionRequest } from '../support/signals.ts';
+import {
+  startCountingDataModule,
+  startDataModule,
+  type DataModuleHarness,
+} from '../support/dataModule.ts';
+import { ndjson, post, predictionRequest } from '../support/signals.ts';
 
 let harness: DataModuleHarness;
-let runtime: TestRuntime;
-let server: RunningServer;
-let readToken: string;
-let writeToken: string;
 
 beforeAll(async () => {
   harness = await startDataModule();
-  ({ runtime, server, readToken, writeToken } = harness);
 });
 
 afterAll(async () => {
   await harness.close();
 });
 
-const addPrediction = (body: unknown, token = writeToken) =>
-  post(`${server.url}/data/predictions/add`, token, body);
+const addPrediction = (body: unknown, token = harness.writeToken) =>
+  post(`${harness.server.url}/data/predictions/add`, token, body);
 const addPredictionsBulk = (body: unknown, contentType = 'application/json') =>
-  post(`${server.url}/data/predictions/add/bulk`, writeToken, body, contentType);
+  post(`${harness.server.url}/data/predictions/add/bulk`, harness.writeToken, body, contentType);
 
 const predictionRow = z.object({
   id: z.number(),
@@ -39,13 +35,13 @@ const predictionRow = z.object({
 });
 
 const storedPrediction = (id: number) =>
-  runtime.pool.maybeOne(sql.type(predictionRow)`
+  harness.runtime.pool.maybeOne(sql.type(predictionRow)`
     SELECT id, currency_code, predicted_price, model_type, num_rows, last_updated
     FROM predictions WHERE id = ${id}
   `);
 
 const predictionCount = () =>
-  runtime.pool.oneFirst(
+  harness.runtime.pool.oneFirst(
     sql.type(z.object({ n: z.number() }))`SELECT count(*) AS n FROM predictions`,
   );
 
@@ -113,7 +109,7 @@ describe('POST /data/predictions/add', () => {
   });
 
   test('needs the write scope', async () => {
-    expect((await addPrediction(predictionRequest(), readToken)).status).toBe(403);
+    expect((await addPrediction(predictionRequest(), harness.readToken)).status).toBe(403);
   });
 });
 
@@ -153,24 +149,23 @@ describe('POST /data/predictions/add/bulk', () => {
   });
 
   test('NDJSON, thousands of items, one statement', async () => {
-    const counting = await countingPool(runtime.database.url);
-    const counted = await serve(createDataService({ ...runtime, pool: counting.pool }).app);
+    const counted = await startCountingDataModule(harness.runtime);
     try {
       const items = Array.from({ length: 3000 }, (_, i) =>
         predictionRequest({ predictedPrice: i + 1, currencyCode: i % 100 === 0 ? 'NOPE' : 'SOL' }),
       );
-      const before = counting.count();
+      const before = counted.statements();
       const { status, body } = await post(
         `${counted.url}/data/predictions/add/bulk`,
-        writeToken,
+        harness.writeToken,
         ndjson(items),
         'application/x-ndjson',
       );
       expect(status).toBe(200);
-      expect(counting.count() - before).toBe(2); // the token check and the insert
+      expect(counted.statements() - before).toBe(2); // the token check and the insert
       expect(body).toMatchObject({ received: 3000, accepted: 2970, rejected: 30 });
       // Each id belongs to its own item: predictedPrice i + 1 was sent at index i.
-      const prices = await runtime.pool.any(
+      const prices = await harness.runtime.pool.any(
         sql.type(
           z.object({ id: z.number(), predicted_price: z.number() }),
         )`SELECT id, predicted_price FROM predictions WHERE currency_code = 'SOL'`,
@@ -182,7 +177,6 @@ describe('POST /data/predictions/add/bulk', () => {
       });
     } finally {
       await counted.close();
-      await counting.pool.end();
     }
   });
 });
@@ -194,7 +188,7 @@ describe('GET /data/predictions', () => {
   const ids: Record<string, number> = {};
 
   beforeAll(async () => {
-    await insertCandles(runtime.pool, [
+    await insertCandles(harness.runtime.pool, [
       { code: 'ADA', time: new Date(at('11:59:00')), open: 100, close: 100 },
       { code: 'ADA', time: new Date(at('12:00:00')), open: 105, close: 110 },
       { code: 'ADA', time: new Date(at('12:30:00')), open: 120, close: 120 },
@@ -225,8 +219,8 @@ describe('GET /data/predictions', () => {
     }
   });
 
-  const read = (query: string, token = readToken) =>
-    getJson(`${server.url}/data/predictions?${query}`, token);
+  const read = (query: string, token = harness.readToken) =>
+    getJson(`${harness.server.url}/data/predictions?${query}`, token);
   const range = `code=ADA&from=${at('11:00:00')}&to=2026-05-01 14:00:00`;
 
   test('each prediction with the actual price at its time, its error and APE', async () => {
@@ -350,6 +344,6 @@ describe('GET /data/predictions', () => {
   });
 
   test('needs the read scope', async () => {
-    expect((await read(range, writeToken)).status).toBe(403);
+    expect((await read(range, harness.writeToken)).status).toBe(403);
   });
 });

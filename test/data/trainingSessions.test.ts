@@ -1,28 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { RunningServer } from '../../src/shared/http/server.ts';
-import { createDataService } from '../../src/data/service.ts';
-import { getJson, serve } from '../support/http.ts';
-import { startDataModule, type DataModuleHarness } from '../support/dataModule.ts';
-import type { TestRuntime } from '../support/runtime.ts';
+import { getJson } from '../support/http.ts';
 import {
-  countingPool,
-  ndjson,
-  post,
-  predictionRequest,
-  trainingSessionRequest,
-} from '../support/signals.ts';
+  startCountingDataModule,
+  startDataModule,
+  type DataModuleHarness,
+} from '../support/dataModule.ts';
+import { ndjson, post, predictionRequest, trainingSessionRequest } from '../support/signals.ts';
 
 let harness: DataModuleHarness;
-let runtime: TestRuntime;
-let server: RunningServer;
-let readToken: string;
-let writeToken: string;
 
 beforeAll(async () => {
   harness = await startDataModule();
-  ({ runtime, server, readToken, writeToken } = harness);
 });
 
 afterAll(async () => {
@@ -31,22 +21,27 @@ afterAll(async () => {
 
 const addPrediction = async (overrides: Record<string, unknown> = {}): Promise<number> => {
   const { status, body } = await post(
-    `${server.url}/data/predictions/add`,
-    writeToken,
+    `${harness.server.url}/data/predictions/add`,
+    harness.writeToken,
     predictionRequest(overrides),
   );
   expect(status).toBe(202);
   return body.predictionId as number;
 };
-const addSession = (body: unknown, token = writeToken) =>
-  post(`${server.url}/data/training-session/add`, token, body);
+const addSession = (body: unknown, token = harness.writeToken) =>
+  post(`${harness.server.url}/data/training-session/add`, token, body);
 const addSessionsBulk = (body: unknown, contentType = 'application/json') =>
-  post(`${server.url}/data/training-session/add/bulk`, writeToken, body, contentType);
-const list = (query: string, token = readToken) =>
-  getJson(`${server.url}/data/training-sessions?${query}`, token);
+  post(
+    `${harness.server.url}/data/training-session/add/bulk`,
+    harness.writeToken,
+    body,
+    contentType,
+  );
+const list = (query: string, token = harness.readToken) =>
+  getJson(`${harness.server.url}/data/training-sessions?${query}`, token);
 
 const sessionCount = () =>
-  runtime.pool.oneFirst(
+  harness.runtime.pool.oneFirst(
     sql.type(z.object({ n: z.number() }))`SELECT count(*) AS n FROM training_sessions`,
   );
 
@@ -198,7 +193,7 @@ describe('prediction → predictionId → training session', () => {
   });
 
   test('needs the write scope', async () => {
-    expect((await addSession(trainingSessionRequest(1), readToken)).status).toBe(403);
+    expect((await addSession(trainingSessionRequest(1), harness.readToken)).status).toBe(403);
   });
 });
 
@@ -235,23 +230,21 @@ describe('POST /data/training-session/add/bulk', () => {
 
   test('thousands of sessions in one statement', async () => {
     const predictionId = await addPrediction({ currencyCode: 'TRX' });
-    const counting = await countingPool(runtime.database.url);
-    const counted = await serve(createDataService({ ...runtime, pool: counting.pool }).app);
+    const counted = await startCountingDataModule(harness.runtime);
     try {
       const items = Array.from({ length: 2000 }, (_, i) =>
         trainingSessionRequest(predictionId, { currency: 'TRX', epochsTrained: i }),
       );
-      const before = counting.count();
+      const before = counted.statements();
       const { body } = await post(
         `${counted.url}/data/training-session/add/bulk`,
-        writeToken,
+        harness.writeToken,
         items,
       );
       expect(body.accepted).toBe(2000);
-      expect(counting.count() - before).toBe(2);
+      expect(counted.statements() - before).toBe(2);
     } finally {
       await counted.close();
-      await counting.pool.end();
     }
   });
 });
@@ -328,6 +321,6 @@ describe('GET /data/training-sessions', () => {
       expect(status).toBe(400);
       expect(body.error.details[0].path).toBe(`query.${parameter}`);
     }
-    expect((await list('', writeToken)).status).toBe(403);
+    expect((await list('', harness.writeToken)).status).toBe(403);
   });
 });

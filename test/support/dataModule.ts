@@ -2,7 +2,9 @@ import { generateCurrencies } from '../../src/data/currencies/generator.ts';
 import { createDataService } from '../../src/data/service.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import type { Config } from '../../src/shared/config.ts';
+import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import type { RunningServer } from '../../src/shared/http/server.ts';
+import type { Interceptor } from 'slonik';
 import { serve } from './http.ts';
 import { createTestRuntime, type TestRuntime } from './runtime.ts';
 
@@ -33,6 +35,38 @@ export async function startDataModule(
     async close() {
       await server.close();
       await runtime.dispose();
+    },
+  };
+}
+
+export interface CountingDataModule {
+  url: string;
+  /** How many statements its pool has sent so far. */
+  statements(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * A second data module on `runtime`'s database whose pool, like the platform's, counts the
+ * statements it sends: to check that a bulk request costs a fixed number of round trips.
+ */
+export async function startCountingDataModule(runtime: TestRuntime): Promise<CountingDataModule> {
+  let statements = 0;
+  const counter: Interceptor = {
+    name: 'statement-counter',
+    beforeQueryExecution: () => {
+      statements += 1;
+      return null;
+    },
+  };
+  const pool = await createDatabasePool(runtime.database.url, { interceptors: [counter] });
+  const server = await serve(createDataService({ ...runtime, pool }).app);
+  return {
+    url: server.url,
+    statements: () => statements,
+    async close() {
+      await server.close();
+      await pool.end();
     },
   };
 }

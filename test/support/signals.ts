@@ -1,5 +1,3 @@
-import type { DatabasePool, Interceptor } from 'slonik';
-import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import { getJson } from './http.ts';
 
 // Payloads exactly as the deployed clients send them (contract section A): the news harvester's
@@ -83,19 +81,3 @@ export function post(
 }
 
 export const ndjson = (items: unknown[]) => items.map((item) => JSON.stringify(item)).join('\n');
-
-/** A pool like the platform's that counts the statements it sends, to check round trips. */
-export async function countingPool(
-  url: string,
-): Promise<{ pool: DatabasePool; count: () => number }> {
-  let statements = 0;
-  const counter: Interceptor = {
-    name: 'statement-counter',
-    beforeQueryExecution: () => {
-      statements += 1;
-      return null;
-    },
-  };
-  const pool = await createDatabasePool(url, { interceptors: [counter] });
-  return { pool, count: () => statements };
-}
