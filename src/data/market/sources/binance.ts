@@ -1,12 +1,6 @@
 import { z } from 'zod';
-import { ExchangeClient } from '../http.ts';
-import {
-  positivePrice,
-  SourceError,
-  type HttpSourceOptions,
-  type PriceRequest,
-  type PriceSource,
-} from './types.ts';
+import { createExchangeSource } from './exchangeSource.ts';
+import { positivePrice, type HttpSourceOptions, type PriceSource } from './types.ts';
 
 // GET /api/v3/ticker/price → [{"symbol":"BTCUSDT","price":"65000.12000000"}, …], every symbol in
 // one request (weight 4 of the 6 000 a minute an IP may spend).
@@ -16,24 +10,14 @@ const tickerPrices = z.array(z.object({ symbol: z.string(), price: z.unknown() }
 const QUOTES = ['USDT', 'USDC', 'FDUSD'];
 
 export function createBinanceSource(options: HttpSourceOptions): PriceSource {
-  const name = 'binance';
-  const client = new ExchangeClient({
-    source: name,
-    timeoutMs: options.timeoutMs,
-    retries: options.retries,
+  return createExchangeSource(options, {
+    name: 'binance',
+    path: '/api/v3/ticker/price',
     minSpacingMs: 250,
+    answer: tickerPrices,
+    answerName: 'ticker',
+    prices: pricesFromTickers,
   });
-  return {
-    name,
-    async fetchPrices({ codes, signal, deadline }: PriceRequest) {
-      const url = new URL('/api/v3/ticker/price', options.baseUrl);
-      return client.getJson(url, { signal, deadline }, (answer) => {
-        const body = tickerPrices.safeParse(answer);
-        if (!body.success) throw new SourceError(name, 'malformed', 'unexpected ticker shape');
-        return pricesFromTickers(body.data, codes);
-      });
-    },
-  };
 }
 
 function pricesFromTickers(tickers: Array<{ symbol: string; price: unknown }>, codes: string[]) {

@@ -1,12 +1,6 @@
 import { z } from 'zod';
-import { ExchangeClient } from '../http.ts';
-import {
-  positivePrice,
-  SourceError,
-  type HttpSourceOptions,
-  type PriceRequest,
-  type PriceSource,
-} from './types.ts';
+import { createExchangeSource } from './exchangeSource.ts';
+import { positivePrice, SourceError, type HttpSourceOptions, type PriceSource } from './types.ts';
 
 // GET /0/public/Ticker (no pair: every tradeable pair, so one unknown pair cannot fail the whole
 // request) → {"error":[],"result":{"XXBTZUSD":{"c":["65000.10000","0.0015"],…},"SOLUSD":{…}}}.
@@ -39,33 +33,25 @@ const isTransient = (body: unknown) => {
 
 export function createKrakenSource(options: HttpSourceOptions): PriceSource {
   const name = 'kraken';
-  // Public endpoints allow about one call a second per IP.
-  const client = new ExchangeClient({
-    source: name,
-    timeoutMs: options.timeoutMs,
-    retries: options.retries,
+  return createExchangeSource(options, {
+    name,
+    path: '/0/public/Ticker',
+    // Public endpoints allow about one call a second per IP.
     minSpacingMs: 1000,
     isTransient,
-  });
-  return {
-    name,
-    async fetchPrices({ codes, signal, deadline }: PriceRequest) {
-      const url = new URL('/0/public/Ticker', options.baseUrl);
-      return client.getJson(url, { signal, deadline }, (answer) => {
-        const body = tickerAnswer.safeParse(answer);
-        if (!body.success) throw new SourceError(name, 'malformed', 'unexpected ticker shape');
-        const { error, result } = body.data;
-        if (error.some((e) => e.startsWith('EGeneral:Too many requests'))) {
-          client.restFor(RATE_LIMIT_REST_MS);
-          throw new SourceError(name, 'rate_limited', error.join('; '));
-        }
-        if (error.length > 0 || !result) {
-          throw new SourceError(name, 'exchange_error', error.join('; ') || 'no result');
-        }
-        return pricesFromTickers(result, codes);
-      });
+    answer: tickerAnswer,
+    answerName: 'ticker',
+    prices: ({ error, result }, codes, client) => {
+      if (error.some((e) => e.startsWith('EGeneral:Too many requests'))) {
+        client.restFor(RATE_LIMIT_REST_MS);
+        throw new SourceError(name, 'rate_limited', error.join('; '));
+      }
+      if (error.length > 0 || !result) {
+        throw new SourceError(name, 'exchange_error', error.join('; ') || 'no result');
+      }
+      return pricesFromTickers(result, codes);
     },
-  };
+  });
 }
 
 function pricesFromTickers(result: Record<string, { c: unknown[] }>, codes: string[]) {
