@@ -88,6 +88,19 @@ describe('platform backfill', () => {
     expect(await countOf('SOL')).toBe(0);
   });
 
+  test('a missing path and a file that cannot be planned are failed units; exit 1', async () => {
+    const missing = join(files.dir, 'failing', 'nowhere.csv');
+    const damaged = await files.file('failing/BTCUSDT-1m-2024-05.zip', 'not a zip');
+    const result = await backfill(missing, damaged, '--json');
+    expect(result.code).toBe(1);
+    const summary = JSON.parse(result.stdout);
+    expect(summary).toMatchObject({ units: 2, failed: 2, inserted: 0 });
+    expect(summary.failures).toEqual([
+      { file: missing, error: 'no such file or directory' },
+      { file: damaged, error: expect.stringMatching(/^not a readable zip file/) },
+    ]);
+  });
+
   test('usage errors exit 2', async () => {
     expect((await backfill()).code).toBe(2);
     expect((await backfill('--source', 'binance', '--code', 'BTC')).code).toBe(2);

@@ -16,6 +16,7 @@ import {
 import { expandInputs, planFile, type PlannedFile } from '../../data/ingest/files.ts';
 import { importFile } from '../../data/ingest/importFile.ts';
 import { enqueueFileJobs, enqueueSliceJobs } from '../../data/ingest/jobs.ts';
+import { failedResult } from '../../data/ingest/loader.ts';
 import {
   formatSummary,
   SummaryCollector,
@@ -141,33 +142,13 @@ async function backfillFiles(
 ): Promise<BackfillSummary | null> {
   const collector = new SummaryCollector();
   const { files, missing } = await expandInputs(paths);
-  for (const path of missing) {
-    collector.add({
-      label: path,
-      status: 'failed',
-      read: 0,
-      inserted: 0,
-      duplicates: 0,
-      rejected: 0,
-      rejections: [],
-      error: 'no such file or directory',
-    });
-  }
+  for (const path of missing) collector.add(failedResult(path, 'no such file or directory'));
   const plans: PlannedFile[] = [];
   for (const path of files) {
     try {
       plans.push(await planFile(path));
     } catch (error) {
-      collector.add({
-        label: path,
-        status: 'failed',
-        read: 0,
-        inserted: 0,
-        duplicates: 0,
-        rejected: 0,
-        rejections: [],
-        error: (error as Error).message,
-      });
+      collector.add(failedResult(path, error));
     }
   }
 

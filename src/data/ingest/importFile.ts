@@ -1,7 +1,7 @@
 import { CodeResolver } from './codes.ts';
 import { knownCurrencyCodes, type Connect } from './connection.ts';
 import { fileUnit, planFile, type FileUnitOptions, type PlannedFile } from './files.ts';
-import { emptyResult, loadUnit, type LoadOptions } from './loader.ts';
+import { failedResult, loadUnit, type LoadOptions } from './loader.ts';
 import { FileFormatError } from './readers/lineParsers.ts';
 import type { UnitResult } from './types.ts';
 
@@ -21,7 +21,7 @@ export async function importFile(
   try {
     plan = typeof pathOrPlan === 'string' ? await planFile(pathOrPlan) : pathOrPlan;
   } catch (error) {
-    return failed(label, error);
+    return failedResult(label, error);
   }
   const connection = await connect();
   let broken: Error | undefined;
@@ -30,7 +30,7 @@ export async function importFile(
     const unit = await fileUnit(plan, codes, options);
     return await loadUnit(connection.client, unit, options);
   } catch (error) {
-    if (isInputError(error)) return failed(plan.path, error);
+    if (isInputError(error)) return failedResult(plan.path, error);
     broken = error as Error;
     throw error;
   } finally {
@@ -44,11 +44,4 @@ function isInputError(error: unknown): boolean {
   // File-system errors: ENOENT, EACCES, EISDIR…
   const code = (error as { code?: string; syscall?: string }).code;
   return typeof code === 'string' && 'syscall' in (error as object) && !code.startsWith('ECONN');
-}
-
-function failed(label: string, error: unknown): UnitResult {
-  return {
-    ...emptyResult(label, 'failed'),
-    error: error instanceof Error ? error.message : String(error),
-  };
 }

@@ -304,3 +304,11 @@ function countMetrics(source: string, result: UnitResult) {
 export function emptyResult(label: string, status: UnitResult['status']): UnitResult {
   return { label, status, read: 0, inserted: 0, duplicates: 0, rejected: 0, rejections: [] };
 }
+
+/** A unit that loaded nothing because of `error` (an Error's message, or the reason itself). */
+export function failedResult(label: string, error: unknown): UnitResult {
+  return {
+    ...emptyResult(label, 'failed'),
+    error: error instanceof Error ? error.message : String(error),
+  };
+}

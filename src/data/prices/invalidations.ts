@@ -18,11 +18,7 @@ export async function markTouchedRanges(
   ranges: TouchedRange[],
 ): Promise<void> {
   if (ranges.length === 0) return;
-  const rows = ranges.map((r) => ({
-    code: r.code,
-    from: r.from.toISOString(),
-    to: r.to.toISOString(),
-  }));
+  const rows = jsonRows(ranges);
   await db.query(sql.unsafe`
     INSERT INTO price_invalidations (currency_code, range_start, range_end)
     SELECT code, "from", "to" FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS x(code text, "from" timestamptz, "to" timestamptz)
@@ -38,14 +34,15 @@ export async function markTouchedRangesOnClient(
   ranges: TouchedRange[],
 ): Promise<void> {
   if (ranges.length === 0) return;
-  const rows = ranges.map((r) => ({
-    code: r.code,
-    from: r.from.toISOString(),
-    to: r.to.toISOString(),
-  }));
+  const rows = jsonRows(ranges);
   await client.query(
     `INSERT INTO price_invalidations (currency_code, range_start, range_end)
      SELECT code, "from", "to" FROM jsonb_to_recordset($1::jsonb) AS x(code text, "from" timestamptz, "to" timestamptz)`,
     [JSON.stringify(rows)],
   );
+}
+
+/** The ranges as the JSON records both statements read with jsonb_to_recordset. */
+function jsonRows(ranges: TouchedRange[]) {
+  return ranges.map((r) => ({ code: r.code, from: r.from.toISOString(), to: r.to.toISOString() }));
 }

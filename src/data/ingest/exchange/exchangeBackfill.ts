@@ -1,7 +1,7 @@
 import { toNumber } from '../candleValidation.ts';
 import { CodeResolver } from '../codes.ts';
 import { knownCurrencyCodes, type Connect } from '../connection.ts';
-import { emptyResult, loadUnit, type LoadOptions } from '../loader.ts';
+import { emptyResult, failedResult, loadUnit, type LoadOptions } from '../loader.ts';
 import { TimeParser } from '../timeParsing.ts';
 import { isUnitComplete } from '../unitStore.ts';
 import type { Candle, Rejection, UnitResult } from '../types.ts';
@@ -119,8 +119,7 @@ export async function importExchangeSlice(
     }
     const codes = new CodeResolver(await knownCurrencyCodes(connection.client));
     const resolved = codes.resolve(slice.code);
-    if (resolved.reason !== undefined)
-      return { ...emptyResult(label, 'failed'), error: resolved.reason };
+    if (resolved.reason !== undefined) return failedResult(label, resolved.reason);
 
     // Fetched before the transaction opens: waiting on the exchange must not hold it.
     const { candles, rejections } = await fetchSlice(client, slice, resolved.code, label);
