@@ -1,10 +1,12 @@
 // Benchmark of history requests over HTTP against 50 currencies × one year of one-minute candles.
 //
-//   npm run bench:history [-- --currencies 50 --days 365 --requests 40 --regenerate]
+//   npm run bench:history [-- --currencies 50 --days 365 --requests 100 --regenerate]
 //
 // Uses its own database (BENCH_DATABASE_URL, default postgres://127.0.0.1:5432/bench_history),
 // generates the history once (kept between runs), lets the rollups catch up, then times the
-// contract's history route beside two baselines computed in SQL from the raw rows.
+// contract's history route (requested from a separate client process) beside two baselines
+// computed in SQL from the raw rows.
+import { fork, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
@@ -34,13 +36,14 @@ const { values: args } = parseArgs({
   options: {
     currencies: { type: 'string', default: '50' },
     days: { type: 'string', default: '365' },
-    requests: { type: 'string', default: '40' },
-    'baseline-requests': { type: 'string', default: '10' },
+    requests: { type: 'string', default: '100' },
+    'baseline-requests': { type: 'string', default: '20' },
     regenerate: { type: 'boolean', default: false },
   },
 });
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
+const f = (x: { p50: number; p95: number }) => `${x.p50.toFixed(1)} / ${x.p95.toFixed(1)}`;
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
@@ -55,6 +58,38 @@ async function timed(runs: number, once: (i: number) => Promise<number>) {
   }
   times.sort((a, b) => a - b);
   return { p50: percentile(times, 50), p95: percentile(times, 95), points };
+}
+
+/**
+ * Requests over HTTP from the client process (client.ts), timed to the last byte of the body
+ * (what wrk or autocannon report) and, beside it, including the client's JSON.parse of the body.
+ */
+async function timedRequests(
+  client: ChildProcess,
+  runs: number,
+  url: (i: number) => string,
+  token: string,
+) {
+  const warmUp = 3;
+  const urls = Array.from({ length: warmUp + runs }, (_, i) => url(i));
+  client.send({ urls, token, warmUp });
+  const result = await new Promise<{
+    ok: boolean;
+    error?: string;
+    toLastByte: number[];
+    withParse: number[];
+    points: number;
+  }>((resolve) => client.once('message', resolve));
+  if (!result.ok) throw new Error(result.error);
+  const summary = (times: number[]) => {
+    times.sort((a, b) => a - b);
+    return { p50: percentile(times, 50), p95: percentile(times, 95) };
+  };
+  return {
+    ...summary(result.toLastByte),
+    parsed: summary(result.withParse),
+    points: result.points,
+  };
 }
 
 function rawTimeBucket(pool: DatabasePool, code: string, hours: number, seconds: number) {
@@ -164,23 +199,21 @@ async function main() {
     const { app } = createDataService(runtime);
     const server = await listen(app, '127.0.0.1', 0);
     const { token } = await createToken(runtime.pool, `bench-${Date.now()}`, ['read']);
+    const client = fork(new URL('./client.ts', import.meta.url), { stdio: 'inherit' });
     try {
       log('');
       log(
-        '| hours | intervalSeconds | points | endpoint p50 / p95 (ms) | raw time_bucket p50 / p95 (ms) | generate_series + first row p50 / p95 (ms) | speed-up (p95 vs raw) |',
+        '| hours | intervalSeconds | points | endpoint p50 / p95 (ms) | endpoint + client JSON.parse p50 / p95 (ms) | raw time_bucket p50 / p95 (ms) | generate_series + first row p50 / p95 (ms) | speed-up (p95 vs raw) |',
       );
-      log('|---:|---:|---:|---:|---:|---:|---:|');
+      log('|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const [hours, seconds] of CASES) {
-        const endpoint = await timed(requests, async (i) => {
-          const code = codes[i % codes.length]!;
-          const response = await fetch(
-            `${server.url}/data/currency/history/${code}?hours=${hours}&intervalSeconds=${seconds}`,
-            { headers: { authorization: `Bearer ${token}` } },
-          );
-          if (response.status !== 200)
-            throw new Error(`HTTP ${response.status}: ${await response.text()}`);
-          return ((await response.json()) as unknown[]).length;
-        });
+        const endpoint = await timedRequests(
+          client,
+          requests,
+          (i) =>
+            `${server.url}/data/currency/history/${codes[i % codes.length]}?hours=${hours}&intervalSeconds=${seconds}`,
+          token,
+        );
         const raw = await timed(
           baselineRequests,
           async (i) =>
@@ -191,34 +224,28 @@ async function main() {
           async (i) =>
             (await seriesJoin(runtime.pool, codes[i % codes.length]!, hours, seconds)).length,
         );
-        const f = (x: { p50: number; p95: number }) => `${x.p50.toFixed(1)} / ${x.p95.toFixed(1)}`;
         log(
-          `| ${hours} | ${seconds} | ${endpoint.points} | ${f(endpoint)} | ${f(raw)} | ${f(series)} | ${(raw.p95 / endpoint.p95).toFixed(1)}× |`,
+          `| ${hours} | ${seconds} | ${endpoint.points} | ${f(endpoint)} | ${f(endpoint.parsed)} | ${f(raw)} | ${f(series)} | ${(raw.p95 / endpoint.p95).toFixed(1)}× |`,
         );
       }
 
       log('');
       log('Analyst route (/data/candles, full OHLCV):');
-      log('| query | points | p50 / p95 (ms) |');
-      log('|---|---:|---:|');
+      log('| query | points | p50 / p95 (ms) | + client JSON.parse p50 / p95 (ms) |');
+      log('|---|---:|---:|---:|');
       for (const query of [
         'hours=8760&interval=1h',
         'hours=8760&interval=1d&tz=Europe/Berlin&fill=previous',
         'hours=720&interval=4h&tz=America/New_York&fill=linear',
         'hours=168&interval=90',
       ]) {
-        const result = await timed(requests, async (i) => {
-          const code = codes[i % codes.length]!;
-          const response = await fetch(`${server.url}/data/candles/${code}?${query}`, {
-            headers: { authorization: `Bearer ${token}` },
-          });
-          if (response.status !== 200)
-            throw new Error(`HTTP ${response.status}: ${await response.text()}`);
-          return ((await response.json()) as unknown[]).length;
-        });
-        log(
-          `| \`${query}\` | ${result.points} | ${result.p50.toFixed(1)} / ${result.p95.toFixed(1)} |`,
+        const result = await timedRequests(
+          client,
+          requests,
+          (i) => `${server.url}/data/candles/${codes[i % codes.length]}?${query}`,
+          token,
         );
+        log(`| \`${query}\` | ${result.points} | ${f(result)} | ${f(result.parsed)} |`);
       }
 
       log('');
@@ -229,6 +256,7 @@ async function main() {
           `process RSS ${exportResult.rssBeforeMb.toFixed(0)} MB before, at most ${exportResult.rssPeakMb.toFixed(0)} MB during.`,
       );
     } finally {
+      client.send('exit');
       await server.close();
     }
   } finally {

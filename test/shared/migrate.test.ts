@@ -59,3 +59,36 @@ test('the job queue schema is installed with the migrations', async () => {
   );
   expect(rows[0]?.ok).toBe(true);
 });
+
+test('stored prices are finite: NaN and Infinity are refused by the database itself', async () => {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const insert = (open: string, volume = '1') =>
+      client.query(
+        `INSERT INTO price_observations (currency_code, time, open, high, low, close, volume, source)
+         VALUES ('BTC', now(), $1::float8, $1::float8, 1, 1, $2::float8, 'test')`,
+        [open, volume],
+      );
+    for (const [open, volume] of [
+      ['Infinity', '1'],
+      ['NaN', '1'],
+      ['2', 'Infinity'],
+      ['2', 'NaN'],
+    ]) {
+      await expect(insert(open!, volume)).rejects.toMatchObject({ code: '23514' });
+    }
+    await insert('2');
+    await client.query(
+      `INSERT INTO currencies (code, name) VALUES ('BTC', 'Bitcoin') ON CONFLICT DO NOTHING`,
+    );
+    await expect(
+      client.query(
+        `INSERT INTO currency_snapshots (currency_code, price, observed_at, source)
+         VALUES ('BTC', 'Infinity', now(), 'test')`,
+      ),
+    ).rejects.toMatchObject({ code: '23514' });
+  } finally {
+    await client.end();
+  }
+});

@@ -2,6 +2,7 @@ import {
   sql,
   type DatabasePool,
   type DatabaseTransactionConnection,
+  type QuerySqlToken,
   type SqlToken as SqlFragment,
 } from 'slonik';
 import { z } from 'zod';
@@ -17,6 +18,7 @@ import {
 } from './planner.ts';
 import { readFreshness, rollupMode } from './rollupState.ts';
 import { zoneOffsetSeconds, zoneOffsetsOver } from './timeZones.ts';
+import { joinJsonArrays, splitWindow } from './windowParts.ts';
 
 export type FillMode = 'none' | 'null' | 'previous' | 'linear';
 
@@ -61,12 +63,12 @@ const jsonAnswer = z.object({ empty: z.boolean(), body: z.string() });
 /** A bucket start as JavaScript's toISOString() writes it (millisecond precision, UTC). */
 const ISO_INSTANT = sql.fragment`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 /**
- * A float8 column as a JSON value. PostgreSQL prints the shortest text that reads back as the
- * same double (extra_float_digits ≥ 1, the default), as JSON.stringify does; to_json() covers
- * NaN and ±Infinity, which no JSON number can hold, and NULL.
+ * A float8 column as a JSON value: PostgreSQL prints the shortest text that reads back as the
+ * same double (extra_float_digits ≥ 1, the default), as JSON.stringify does. Stored prices are
+ * finite (sql/0080_finite_prices.sql), so the text is always a JSON number; NULL is null.
  */
 const jsonNumber = (column: 'open' | 'high' | 'low' | 'close' | 'volume') =>
-  sql.fragment`coalesce(to_json(${sql.identifier([column])})::text, 'null')`;
+  sql.fragment`coalesce(${sql.identifier([column])}::text, 'null')`;
 
 const fromWire = <T extends { timestamp: number }>(row: T) => ({
   ...row,
@@ -160,10 +162,7 @@ export async function queryCandlesJson(
   options: QueryOptions = {},
 ): Promise<JsonAnswer> {
   const { segments } = await planRequest(pool, request, options);
-  const query = candleJsonQuery(request, segments);
-  return withZoneErrors(request, () =>
-    mergesMany(request, segments) ? sortedGrouping(pool, (tx) => tx.one(query)) : pool.one(query),
-  );
+  return jsonInParts(pool, request, segments, candleJsonQuery);
 }
 
 /**
@@ -177,10 +176,30 @@ export async function queryOpensJson(
 ): Promise<JsonAnswer> {
   const full = { ...request, fill: 'none' as const };
   const { segments } = await planRequest(pool, full, options);
-  const query = openJsonQuery(full, segments);
-  return withZoneErrors(full, () =>
-    mergesMany(full, segments) ? sortedGrouping(pool, (tx) => tx.one(query)) : pool.one(query),
+  return jsonInParts(pool, full, segments, openJsonQuery);
+}
+
+/** Runs a JSON answer's statement for each part of the window at once, and joins the parts. */
+async function jsonInParts(
+  pool: DatabasePool,
+  request: CandleRequest,
+  segments: Segment[],
+  build: (request: CandleRequest, segments: Segment[]) => QuerySqlToken<typeof jsonAnswer>,
+): Promise<JsonAnswer> {
+  const answers = await Promise.all(
+    splitWindow(request, segments).map((part) => {
+      const query = build(part.request, part.segments);
+      return withZoneErrors(request, () =>
+        mergesMany(part.request, part.segments)
+          ? sortedGrouping(pool, (tx) => tx.one(query))
+          : pool.one(query),
+      );
+    }),
   );
+  return {
+    body: joinJsonArrays(answers.map((answer) => answer.body)),
+    empty: answers.every((answer) => answer.empty),
+  };
 }
 
 /** Whether the re-bucketed part of the answer may hold enough buckets for a hash aggregate to spill. */
@@ -300,17 +319,22 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
  * The same answer as the route's JSON body, built by PostgreSQL, and whether it is empty (no
  * bucket holds an observation or a filled value). For answers of thousands of candles,
  * formatting them in SQL costs a fraction of turning rows into objects and serialising those.
+ * string_agg takes its rows in the order of the sorted subquery (as PostgreSQL documents), which
+ * spares the second sort an ORDER BY inside the aggregate would make.
  */
 function candleJsonQuery(request: CandleRequest, segments: Segment[]) {
   return sql.type(jsonAnswer)`
-    SELECT coalesce(bool_and(count = 0 AND open IS NULL), true) AS empty,
-           '[' || coalesce(string_agg(
+    SELECT coalesce(bool_and(is_empty), true) AS empty,
+           '[' || coalesce(string_agg(item, ','), '') || ']' AS body
+    FROM (
+      SELECT count = 0 AND open IS NULL AS is_empty,
              '{"timestamp":"' || ${ISO_INSTANT} || '","open":' || ${jsonNumber('open')} ||
              ',"high":' || ${jsonNumber('high')} || ',"low":' || ${jsonNumber('low')} ||
              ',"close":' || ${jsonNumber('close')} || ',"volume":' || ${jsonNumber('volume')} ||
-             ',"count":' || count || '}',
-             ',' ORDER BY bucket), '') || ']' AS body
-    FROM (${answerRows(request, segments)}) AS answer`;
+             ',"count":' || count || '}' AS item
+      FROM (${answerRows(request, segments)}) AS answer
+      ORDER BY bucket
+    ) AS items`;
 }
 
 /**
@@ -396,11 +420,12 @@ function answerRows(request: CandleRequest, segments: Segment[]): SqlFragment {
 /** The contract's history answer as JSON text: `[{timestamp, value}]`, value the bucket's open. */
 function openJsonQuery(request: CandleRequest, segments: Segment[]) {
   return sql.type(jsonAnswer)`
-    SELECT count(*) = 0 AS empty,
-           '[' || coalesce(string_agg(
-             '{"timestamp":"' || ${ISO_INSTANT} || '","value":' || ${jsonNumber('open')} || '}',
-             ',' ORDER BY bucket), '') || ']' AS body
-    FROM (${bucketRows(request, segments, 'open')}) AS buckets`;
+    SELECT count(*) = 0 AS empty, '[' || coalesce(string_agg(item, ','), '') || ']' AS body
+    FROM (
+      SELECT '{"timestamp":"' || ${ISO_INSTANT} || '","value":' || ${jsonNumber('open')} || '}' AS item
+      FROM (${bucketRows(request, segments, 'open')}) AS buckets
+      ORDER BY bucket
+    ) AS items`;
 }
 
 const AGGREGATES = {

@@ -1,0 +1,63 @@
+import type { CandleRequest } from './candleQuery.ts';
+import type { Segment } from './planner.ts';
+
+// Long answers are computed in consecutive parts on separate connections at once: formatting
+// thousands of buckets is CPU work inside PostgreSQL, and one statement only ever uses one core.
+// Pure functions over the plan, so the cutting rules are unit-tested without a database.
+
+/** Below this many buckets one statement is quicker than the extra round trips. */
+export const MIN_BUCKETS_TO_SPLIT = 3000;
+/** Parts per answer: more than the database's cores only queue behind each other. */
+export const PARTS = 2;
+
+export interface WindowPart {
+  request: CandleRequest;
+  segments: Segment[];
+}
+
+/**
+ * Cuts the window at bucket boundaries into up to `parts` windows of about as many buckets each,
+ * with the plan's segments clipped to them. Only windows on a fixed UTC grid are cut: a zone's
+ * buckets vary in length, and the previous/linear fills carry values across the cut.
+ */
+export function splitWindow(
+  request: CandleRequest,
+  segments: readonly Segment[],
+  parts = PARTS,
+): WindowPart[] {
+  const whole = [{ request, segments: [...segments] }];
+  if (request.timeZone || request.fill === 'previous' || request.fill === 'linear') return whole;
+  const from = request.from.getTime();
+  const to = request.to.getTime();
+  const width = request.intervalSeconds * 1000;
+  if ((to - from) / width < MIN_BUCKETS_TO_SPLIT || parts < 2) return whole;
+  const origin = (request.origin?.getTime() ?? 0) + (request.offsetSeconds ?? 0) * 1000;
+  const cuts = [from];
+  for (let i = 1; i < parts; i++) {
+    const target = from + ((to - from) * i) / parts;
+    const cut = origin + Math.floor((target - origin) / width) * width;
+    if (cut > cuts.at(-1)! && cut < to) cuts.push(cut);
+  }
+  cuts.push(to);
+  return cuts.slice(1).map((end, i) => ({
+    request: { ...request, from: new Date(cuts[i]!), to: new Date(end) },
+    segments: clip(segments, cuts[i]!, end),
+  }));
+}
+
+function clip(segments: readonly Segment[], start: number, end: number): Segment[] {
+  return segments
+    .map((segment) => ({
+      ...segment,
+      start: Math.max(segment.start, start),
+      end: Math.min(segment.end, end),
+    }))
+    .filter((segment) => segment.start < segment.end);
+}
+
+/** Concatenates JSON array texts in order: `[a,b]` and `[c]` make `[a,b,c]`. */
+export function joinJsonArrays(bodies: readonly string[]): string {
+  if (bodies.length === 1) return bodies[0]!;
+  const items = bodies.map((body) => body.slice(1, -1)).filter((inner) => inner.length > 0);
+  return `[${items.join(',')}]`;
+}
