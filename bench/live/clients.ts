@@ -48,12 +48,12 @@ function open(index: number): Promise<void> {
       r.last[index] = now;
       r.seen[index]! += 1;
     });
-    socket.on('prices', (batch: { timestamp: string; values: Record<string, number> }) => {
+    socket.on('prices', (batch: { timestamp: string; codes: string[]; values: number[] }) => {
       const now = Date.now();
       const r = receiptsOf(batch.timestamp);
       if (r.seen[index] === 0) r.first[index] = now;
       r.last[index] = now;
-      r.seen[index]! += Object.keys(batch.values).length;
+      r.seen[index]! += batch.codes.length;
     });
     socket.once('snapshot', () => resolve());
     socket.once('connect_error', reject);

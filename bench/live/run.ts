@@ -25,7 +25,7 @@ import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
 
 const CLIENT_COUNTS = (process.env.BENCH_CLIENTS ?? '1000,5000').split(',').map(Number);
-const TICKS = Number(process.env.BENCH_TICKS ?? 5);
+const TICKS = Number(process.env.BENCH_TICKS ?? 10);
 /** `batch` (one `prices` event per cycle, what the dashboard uses) or `price` (one per code). */
 const MODE = process.env.BENCH_MODE ?? 'batch';
 const TICK_SPACING_MS = 2500; // longer than the 1 s coalescing window: every tick goes out at once

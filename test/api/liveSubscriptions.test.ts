@@ -107,17 +107,21 @@ describe('batched delivery (auth.batch)', () => {
     const stamp = harness.clock.now().toISOString();
     for (const client of [a, b]) {
       await eventually(() => client.batches.length === 1, 10_000, 'a batch');
-      expect(client.batches[0]).toEqual({ timestamp: stamp, values: { BTC: 60_000, ETH: 4_000 } });
+      expect(client.batches[0]).toEqual({
+        timestamp: stamp,
+        codes: ['BTC', 'ETH'],
+        values: [60_000, 4_000],
+      });
     }
     await eventually(() => c.batches.length === 1, 10_000, 'a batch for SOL');
-    expect(c.batches[0]).toEqual({ timestamp: stamp, values: { SOL: 160 } });
+    expect(c.batches[0]).toEqual({ timestamp: stamp, codes: ['SOL'], values: [160] });
 
     expect(await a.emit('unsubscribe', { codes: ['BTC'] })).toEqual({ ok: true, codes: ['ETH'] });
     await sleep(1100);
     await harness.tick({ BTC: 61_000, ETH: 4_100 });
     await eventually(() => a.batches.length === 2 && b.batches.length === 2, 10_000, 'batches');
-    expect(a.batches[1].values).toEqual({ ETH: 4_100 });
-    expect(b.batches[1].values).toEqual({ BTC: 61_000, ETH: 4_100 });
+    expect(a.batches[1]).toMatchObject({ codes: ['ETH'], values: [4_100] });
+    expect(b.batches[1]).toMatchObject({ codes: ['BTC', 'ETH'], values: [61_000, 4_100] });
     // Batch connections never get per-currency events as well.
     const perCurrency: unknown[] = [];
     a.socket.on('price', (p) => perCurrency.push(p));

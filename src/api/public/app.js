@@ -86,8 +86,8 @@ function connect() {
     if (snapshot.error) toast(snapshot.error.message);
   });
   socket.on('price', (p) => queuePrice(p));
-  socket.on('prices', ({ timestamp, values }) => {
-    for (const [code, value] of Object.entries(values)) queuePrice({ code, value, timestamp });
+  socket.on('prices', ({ timestamp, codes, values }) => {
+    codes.forEach((code, i) => queuePrice({ code, value: values[i], timestamp }));
   });
   socket.on('portfolio', (portfolio) => {
     renderPortfolio(portfolio);
