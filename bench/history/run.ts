@@ -4,23 +4,23 @@
 //
 // Uses its own database (BENCH_DATABASE_URL, default postgres://127.0.0.1:5432/bench_history),
 // generates the history once (kept between runs), lets the rollups catch up, then times the
-// contract's history route (requested from a separate client process) beside two baselines
-// computed in SQL from the raw rows.
+// contract's history route, served by the data module in its own process (`platform start --role
+// data`) and requested from another (client.ts), beside two baselines computed in SQL from the
+// raw rows.
 import { fork, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
-import { createDataService } from '../../src/data/service.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import { loadConfig } from '../../src/shared/config.ts';
 import { ensureDatabase } from '../../src/shared/db/ensureDatabase.ts';
 import { migrate } from '../../src/shared/db/migrate.ts';
-import { listen } from '../../src/shared/http/server.ts';
 import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
+import { startDataProcess, type DataProcess } from './dataProcess.ts';
 import { BENCH_CODES, countRows, generateHistory } from './generate.ts';
 
 const CASES: Array<[hours: number, intervalSeconds: number]> = [
@@ -117,12 +117,13 @@ function seriesJoin(pool: DatabasePool, code: string, hours: number, seconds: nu
   `);
 }
 
-/** Streams a long export over HTTP, counting lines and watching the process's memory. */
-async function measureExport(base: string, token: string, code: string, days: number) {
-  const rssBeforeMb = process.memoryUsage().rss / 1e6;
+/** Streams a long export over HTTP, counting lines and watching the data module's memory. */
+async function measureExport(server: DataProcess, token: string, code: string, days: number) {
+  const base = server.url;
+  const rssBeforeMb = server.rssMb();
   let rssPeakMb = rssBeforeMb;
   const sampler = setInterval(() => {
-    rssPeakMb = Math.max(rssPeakMb, process.memoryUsage().rss / 1e6);
+    rssPeakMb = Math.max(rssPeakMb, server.rssMb());
   }, 50);
   const started = performance.now();
   const response = await fetch(
@@ -196,8 +197,7 @@ async function main() {
       SELECT code, 'Benchmark ' || code FROM unnest(${sql.array(codes, 'text')}) AS code
       ON CONFLICT (code) DO NOTHING
     `);
-    const { app } = createDataService(runtime);
-    const server = await listen(app, '127.0.0.1', 0);
+    const server = await startDataProcess(config.DATABASE_URL);
     const { token } = await createToken(runtime.pool, `bench-${Date.now()}`, ['read']);
     const client = fork(new URL('./client.ts', import.meta.url), { stdio: 'inherit' });
     try {
@@ -249,15 +249,15 @@ async function main() {
       }
 
       log('');
-      const exportResult = await measureExport(server.url, token, codes[0]!, days);
+      const exportResult = await measureExport(server, token, codes[0]!, days);
       log(
         `Export of ${codes[0]} at 1-minute resolution over ${days} days as CSV: ${exportResult.rows.toLocaleString('en')} rows, ` +
           `${(exportResult.bytes / 1e6).toFixed(1)} MB in ${exportResult.seconds.toFixed(1)} s; ` +
-          `process RSS ${exportResult.rssBeforeMb.toFixed(0)} MB before, at most ${exportResult.rssPeakMb.toFixed(0)} MB during.`,
+          `data module RSS ${exportResult.rssBeforeMb.toFixed(0)} MB before, at most ${exportResult.rssPeakMb.toFixed(0)} MB during.`,
       );
     } finally {
       client.send('exit');
-      await server.close();
+      await server.stop();
     }
   } finally {
     await bulkPool.end();

@@ -2,7 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import type { CandleRequest } from '../../src/data/history/candleQuery.ts';
 import type { Segment } from '../../src/data/history/planner.ts';
 import {
-  joinJsonArrays,
+  jsonArrayPieces,
   MIN_BUCKETS_TO_SPLIT,
   splitWindow,
 } from '../../src/data/history/windowParts.ts';
@@ -67,10 +67,12 @@ describe('splitWindow', () => {
   });
 });
 
-describe('joinJsonArrays', () => {
-  test('concatenates array texts in order, skipping empty ones', () => {
-    expect(joinJsonArrays(['[1,2]', '[]', '[{"a":3}]'])).toBe('[1,2,{"a":3}]');
-    expect(JSON.parse(joinJsonArrays(['[]', '[]']))).toEqual([]);
-    expect(joinJsonArrays(['[5]'])).toBe('[5]');
+describe('jsonArrayPieces', () => {
+  test('makes the pieces of one array of the runs of items, in order, skipping empty runs', () => {
+    const joined = (runs: string[]) => jsonArrayPieces(runs).join('');
+    expect(joined(['1,2', '', '{"a":3}'])).toBe('[1,2,{"a":3}]');
+    expect(JSON.parse(joined(['', '']))).toEqual([]);
+    expect(JSON.parse(joined([]))).toEqual([]);
+    expect(joined(['5'])).toBe('[5]');
   });
 });

@@ -21,6 +21,7 @@ import {
   type CandleRequest,
 } from '../../history/candleQuery.ts';
 import { candleExportQuery, candleParams, candleQuery, candleSchema } from './schema.ts';
+import { respondWithJsonPieces } from '../jsonPieces.ts';
 
 export interface CandleRouteDeps {
   pool: DatabasePool;
@@ -76,8 +77,7 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
           ctx.status = 204;
           return;
         }
-        ctx.type = 'application/json';
-        ctx.body = answer.body;
+        respondWithJsonPieces(ctx, answer.pieces);
       },
     }),
   );

@@ -11,6 +11,7 @@ import {
   historyQuery,
   timeValueSchema,
 } from './schema.ts';
+import { respondWithJsonPieces } from '../jsonPieces.ts';
 
 export interface CurrencyRouteDeps {
   pool: DatabasePool;
@@ -106,8 +107,7 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
           ctx.status = 204;
           return;
         }
-        ctx.type = 'application/json';
-        ctx.body = answer.body;
+        respondWithJsonPieces(ctx, answer.pieces);
       },
     }),
   );
