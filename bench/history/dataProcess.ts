@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { PLATFORM_BIN } from '../../test/support/cli.ts';
 
 // The data module under measurement runs as in production: its own process, started by the
 // `platform` command, so the benchmark's own allocations and queries never share its heap or
@@ -18,13 +19,7 @@ export async function startDataProcess(databaseUrl: string): Promise<DataProcess
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    [
-      new URL('../../bin/platform.mjs', import.meta.url).pathname,
-      'start',
-      '--role',
-      'data',
-      '--platform.load.currency=false',
-    ],
+    [PLATFORM_BIN, 'start', '--role', 'data', '--platform.load.currency=false'],
     {
       env: {
         ...process.env,

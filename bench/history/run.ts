@@ -46,6 +46,10 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 const f = (x: { p50: number; p95: number }) => `${x.p50.toFixed(1)} / ${x.p95.toFixed(1)}`;
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+function summary(times: number[]) {
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p95: percentile(times, 95) };
+}
 
 async function timed(runs: number, once: (i: number) => Promise<number>) {
   const times: number[] = [];
@@ -56,8 +60,7 @@ async function timed(runs: number, once: (i: number) => Promise<number>) {
     points = await once(i);
     times.push(performance.now() - started);
   }
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p95: percentile(times, 95), points };
+  return { ...summary(times), points };
 }
 
 /**
@@ -81,10 +84,6 @@ async function timedRequests(
     points: number;
   }>((resolve) => client.once('message', resolve));
   if (!result.ok) throw new Error(result.error);
-  const summary = (times: number[]) => {
-    times.sort((a, b) => a - b);
-    return { p50: percentile(times, 50), p95: percentile(times, 95) };
-  };
   return {
     ...summary(result.toLastByte),
     parsed: summary(result.withParse),

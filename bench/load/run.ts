@@ -8,7 +8,7 @@
 // Each target runs BENCH_SECONDS (default 20) with BENCH_CONNECTIONS (default 10) connections;
 // prints requests/s, p50/p97.5/p99 latency, errors and non-2xx answers. Exit code 1 on any error.
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +24,7 @@ import { migrate } from '../../src/shared/db/migrate.ts';
 import { listen } from '../../src/shared/http/server.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
+import { writeMinutePricesCsv } from '../../test/support/prices.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -47,22 +48,15 @@ async function freshDatabase() {
 async function backfillCsv(): Promise<string> {
   const dir = join(root, 'bench', 'out');
   mkdirSync(dir, { recursive: true });
-  const path = join(dir, `load-backfill-${BACKFILL_ROWS}.csv`);
-  const out = createWriteStream(path);
-  out.write('time,code,open,high,low,close,volume\n');
-  const start = Date.UTC(2016, 0, 1);
-  let chunk = '';
-  for (let i = 0; i < BACKFILL_ROWS; i++) {
-    const p = (200 + Math.sin(i / 300) * 20).toFixed(4);
-    chunk += `${new Date(start + i * 60_000).toISOString()},SOL,${p},${p},${p},${p},1\n`;
-    if (chunk.length > 1 << 20) {
-      if (!out.write(chunk)) await once(out, 'drain');
-      chunk = '';
-    }
-  }
-  out.end(chunk);
-  await once(out, 'finish');
-  return path;
+  return writeMinutePricesCsv(
+    join(dir, `load-backfill-${BACKFILL_ROWS}.csv`),
+    'SOL',
+    BACKFILL_ROWS,
+    {
+      startMs: Date.UTC(2016, 0, 1),
+      price: (i) => (200 + Math.sin(i / 300) * 20).toFixed(4),
+    },
+  );
 }
 
 interface Target {

@@ -3,7 +3,6 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import {
   planRequest,
-  queryCandles,
   queryCandlesJson,
   type CandleRequest,
 } from '../../src/data/history/candleQuery.ts';
@@ -39,11 +38,10 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
   const dataEnd = now - 10 * MINUTE;
   let candles: Candle[] = [];
 
-  /** The rows, after checking that the route's JSON body (built in SQL) says the same. */
+  /** The candles as the analyst route answers them (JSON built in SQL), parsed. */
   async function answer(request: CandleRequest) {
-    const rows = asJson(await queryCandles(runtime.pool, request));
     const json = await queryCandlesJson(runtime.pool, request);
-    expect(JSON.parse(json.pieces.join(''))).toEqual(rows);
+    const rows = JSON.parse(json.pieces.join('')) as unknown[];
     expect(json.empty).toBe(rows.length === 0);
     return rows;
   }

@@ -13,7 +13,8 @@ import {
 import { startWorkerRunner } from '../../src/worker/start.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { until } from '../support/wait.ts';
-import { killWorkerMidImport, writeMinutePricesCsv } from '../support/workerProcess.ts';
+import { writeMinutePricesCsv } from '../support/prices.ts';
+import { killWorkerMidImport } from '../support/workerProcess.ts';
 import { tempDir } from './fixtures.ts';
 
 let runtime: TestRuntime;

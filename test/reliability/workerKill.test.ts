@@ -13,11 +13,8 @@ import {
 import { tempDir } from '../ingest/fixtures.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { until } from '../support/wait.ts';
-import {
-  killWorkerMidImport,
-  startWorkerProcess,
-  writeMinutePricesCsv,
-} from '../support/workerProcess.ts';
+import { writeMinutePricesCsv } from '../support/prices.ts';
+import { killWorkerMidImport, startWorkerProcess } from '../support/workerProcess.ts';
 
 // A worker PROCESS killed with SIGKILL in the middle of a backfill job, then a new worker process
 // started as an operator would: the new one releases the dead worker's job lock by itself

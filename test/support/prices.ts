@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
 import { sql, type DatabasePool } from 'slonik';
 
 export interface Candle {
@@ -61,4 +63,31 @@ export function expectedFirstPerBucket(
   return [...buckets.entries()]
     .sort(([a], [b]) => a - b)
     .map(([start, c]) => ({ timestamp: new Date(start).toISOString(), value: c.open }));
+}
+
+/**
+ * Writes a generic CSV of `rows` one-minute prices of one currency from `startMs` on. It is
+ * written in 1 MiB chunks, so files of millions of rows (a worker killed mid-import, a backfill
+ * under load) take no more memory than a small one.
+ */
+export async function writeMinutePricesCsv(
+  path: string,
+  code: string,
+  rows: number,
+  { startMs, price }: { startMs: number; price: (i: number) => string },
+): Promise<string> {
+  const out = createWriteStream(path);
+  out.write('time,code,open,high,low,close,volume\n');
+  let chunk = '';
+  for (let i = 0; i < rows; i++) {
+    const p = price(i);
+    chunk += `${new Date(startMs + i * 60_000).toISOString()},${code},${p},${p},${p},${p},1\n`;
+    if (chunk.length > 1 << 20) {
+      if (!out.write(chunk)) await once(out, 'drain');
+      chunk = '';
+    }
+  }
+  out.end(chunk);
+  await once(out, 'finish');
+  return path;
 }

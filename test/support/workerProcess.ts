@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import pg from 'pg';
 import { sql } from 'slonik';
@@ -27,32 +26,6 @@ export function startWorkerProcess(databaseUrl: string): WorkerProcess {
     stdio: 'ignore',
   });
   return { child, exited: once(child, 'exit') };
-}
-
-/**
- * Writes a generic CSV of `rows` one-minute prices of one currency from `startMs` on. It is
- * written in 1 MiB chunks: the files are large enough for a kill to land mid-import.
- */
-export async function writeMinutePricesCsv(
-  path: string,
-  code: string,
-  rows: number,
-  { startMs, price }: { startMs: number; price: (i: number) => string },
-): Promise<string> {
-  const out = createWriteStream(path);
-  out.write('time,code,open,high,low,close,volume\n');
-  let chunk = '';
-  for (let i = 0; i < rows; i++) {
-    const p = price(i);
-    chunk += `${new Date(startMs + i * 60_000).toISOString()},${code},${p},${p},${p},${p},1\n`;
-    if (chunk.length > 1 << 20) {
-      if (!out.write(chunk)) await once(out, 'drain');
-      chunk = '';
-    }
-  }
-  out.end(chunk);
-  await once(out, 'finish');
-  return path;
 }
 
 /**

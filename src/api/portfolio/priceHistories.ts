@@ -1,5 +1,5 @@
 import type { DataClient, PricePoint } from '../dataClient.ts';
-import { MAX_HOURS } from '../routes/portfolio/schema.ts';
+import { MAX_HOURS } from '../../shared/http/queryParams.ts';
 import { currenciesToPrice, historyBuckets } from './history.ts';
 import type { HoldingChange } from './holdings.ts';
 

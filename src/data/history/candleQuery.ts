@@ -148,21 +148,7 @@ export interface QueryOptions {
   requireCurrency?: boolean;
 }
 
-/** OHLCV candles of one currency, ascending, gap-filled as asked. */
-export async function queryCandles(
-  pool: DatabasePool,
-  request: CandleRequest,
-  options: QueryOptions = {},
-): Promise<CandleRow[]> {
-  const { segments } = await planRequest(pool, request, options);
-  const query = candleQuery(request, segments);
-  const rows = await withZoneErrors(request, () =>
-    mergesMany(request, segments) ? sortedGrouping(pool, (tx) => tx.any(query)) : pool.any(query),
-  );
-  return rows.map(fromWire);
-}
-
-/** The same candles as queryCandles, as the JSON text of the analyst route's body. */
+/** OHLCV candles of one currency, ascending, gap-filled as asked, as the JSON text of a body. */
 export async function queryCandlesJson(
   pool: DatabasePool,
   request: CandleRequest,

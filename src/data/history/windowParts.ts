@@ -16,25 +16,21 @@ export interface WindowPart {
 }
 
 /**
- * Cuts the window at bucket boundaries into up to `parts` windows of about as many buckets each,
+ * Cuts the window at bucket boundaries into up to PARTS windows of about as many buckets each,
  * with the plan's segments clipped to them. Only windows on a fixed UTC grid are cut: a zone's
  * buckets vary in length, and the previous/linear fills carry values across the cut.
  */
-export function splitWindow(
-  request: CandleRequest,
-  segments: readonly Segment[],
-  parts = PARTS,
-): WindowPart[] {
-  const whole = [{ request, segments: [...segments] }];
+export function splitWindow(request: CandleRequest, segments: Segment[]): WindowPart[] {
+  const whole = [{ request, segments }];
   if (request.timeZone || request.fill === 'previous' || request.fill === 'linear') return whole;
   const from = request.from.getTime();
   const to = request.to.getTime();
   const width = request.intervalSeconds * 1000;
-  if ((to - from) / width < MIN_BUCKETS_TO_SPLIT || parts < 2) return whole;
+  if ((to - from) / width < MIN_BUCKETS_TO_SPLIT) return whole;
   const origin = (request.origin?.getTime() ?? 0) + (request.offsetSeconds ?? 0) * 1000;
   const cuts = [from];
-  for (let i = 1; i < parts; i++) {
-    const target = from + ((to - from) * i) / parts;
+  for (let i = 1; i < PARTS; i++) {
+    const target = from + ((to - from) * i) / PARTS;
     const cut = origin + Math.floor((target - origin) / width) * width;
     if (cut > cuts.at(-1)! && cut < to) cuts.push(cut);
   }
@@ -45,7 +41,7 @@ export function splitWindow(
   }));
 }
 
-function clip(segments: readonly Segment[], start: number, end: number): Segment[] {
+function clip(segments: Segment[], start: number, end: number): Segment[] {
   return segments
     .map((segment) => ({
       ...segment,

@@ -8,5 +8,5 @@ import type { Context } from 'koa';
 export function respondWithJsonPieces(ctx: Context, pieces: readonly string[]): void {
   ctx.type = 'application/json';
   ctx.length = pieces.reduce((sum, piece) => sum + Buffer.byteLength(piece), 0);
-  ctx.body = pieces.length === 1 ? pieces[0] : Readable.from(pieces);
+  ctx.body = Readable.from(pieces);
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import type { DataClient } from '../../dataClient.ts';
-import { historyQuery } from '../portfolio/schema.ts';
+import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { currencyListSchema, historyParams, timeValueSchema } from './schema.ts';
 
 // Market data for the web client (the price table and charts of the dashboard), read from the
@@ -42,7 +42,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
         'start and carrying the first price observed in it; empty buckets are left out.',
       tags: ['currency'],
       params: historyParams,
-      query: historyQuery,
+      query: historyWindowQuery,
       responses: {
         200: { description: 'Points, oldest first', schema: z.array(timeValueSchema) },
         204: { description: 'No price in the window' },

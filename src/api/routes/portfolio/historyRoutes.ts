@@ -9,7 +9,8 @@ import { unrealisedProfit } from '../../portfolio/valuation.ts';
 import { requireUser, signedInUser } from '../../session/requireUser.ts';
 import { sessionSecurity } from '../security.ts';
 import { PORTFOLIO_TAG } from './portfolioRoutes.ts';
-import { historyQuery, portfolioHistorySchema, profitParams, valueSchema } from './schema.ts';
+import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
+import { portfolioHistorySchema, profitParams, valueSchema } from './schema.ts';
 import { z } from 'zod';
 
 export interface HistoryRouteDeps {
@@ -32,7 +33,7 @@ export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRout
       tags: PORTFOLIO_TAG,
       security: sessionSecurity,
       before: [requireUser],
-      query: historyQuery,
+      query: historyWindowQuery,
       responses: {
         200: { description: 'Points, oldest first', schema: z.array(portfolioHistorySchema) },
         204: { description: 'The portfolio has no history yet' },

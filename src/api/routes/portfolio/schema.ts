@@ -1,4 +1,3 @@
-import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { z } from 'zod';
 
 export const MAX_AMOUNT = 1e12;
@@ -63,8 +62,5 @@ export const hasPortfolioSchema = z
   .meta({ id: 'HasPortfolioResponse' });
 
 export const valueSchema = z.object({ value: z.number() }).meta({ id: 'ValueResponse' });
-
-export const historyQuery = historyWindowQuery;
-export { MAX_HOURS } from '../../../shared/http/queryParams.ts';
 
 export const profitParams = z.object({ currencyCode });

@@ -1,6 +1,7 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { ValidationError } from '../../../shared/errors.ts';
+import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
 import { queryOpensJson } from '../../history/candleQuery.ts';
@@ -8,7 +9,6 @@ import {
   currencyListQuery,
   displayCurrencyListSchema,
   historyParams,
-  historyQuery,
   timeValueSchema,
 } from './schema.ts';
 import { respondWithJsonPieces } from '../jsonPieces.ts';
@@ -74,7 +74,7 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
       security: bearerSecurity('read'),
       before: [deps.requireScope('read')],
       params: historyParams,
-      query: historyQuery,
+      query: historyWindowQuery,
       responses: {
         200: { description: 'Points in ascending time order', schema: z.array(timeValueSchema) },
         204: { description: 'No data in the window' },

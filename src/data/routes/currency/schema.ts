@@ -1,4 +1,3 @@
-import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { z } from 'zod';
 import { currencyCodeSchema } from '../../currencies/catalog.ts';
 
@@ -26,6 +25,3 @@ export const timeValueSchema = z
   .meta({ id: 'TimeValue' });
 
 export const historyParams = z.object({ code: currencyCodeSchema });
-
-export const historyQuery = historyWindowQuery;
-export { MAX_HOURS } from '../../../shared/http/queryParams.ts';
