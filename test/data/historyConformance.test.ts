@@ -4,6 +4,7 @@ import { z } from 'zod';
 import {
   planRequest,
   queryCandlesJson,
+  queryOpensJson,
   type CandleRequest,
 } from '../../src/data/history/candleQuery.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
@@ -46,6 +47,14 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
     return rows;
   }
   const ask = (request: Omit<CandleRequest, 'fill'>) => answer({ ...request, fill: 'none' });
+
+  /** The contract history route's answer (each bucket's open), parsed. */
+  async function opens(request: Omit<CandleRequest, 'fill'>) {
+    const json = await queryOpensJson(runtime.pool, request);
+    const rows = JSON.parse(json.pieces.join('')) as unknown[];
+    expect(json.empty).toBe(rows.length === 0);
+    return rows;
+  }
 
   async function write(batch: Candle[]) {
     for (let i = 0; i < batch.length; i += 5000) {
@@ -117,6 +126,14 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
         from,
         to,
         rows: expected,
+      });
+      const window = { code, from: new Date(from), to: new Date(to), intervalSeconds: seconds };
+      expect({ seconds, code, from, to, opens: await opens(window) }).toEqual({
+        seconds,
+        code,
+        from,
+        to,
+        opens: expected.map((c) => ({ timestamp: c.timestamp, value: c.open })),
       });
     }
   });

@@ -2,8 +2,11 @@ import { describe, expect, test } from '@jest/globals';
 import type { CandleRequest } from '../../src/data/history/candleQuery.ts';
 import type { Segment } from '../../src/data/history/planner.ts';
 import {
+  bucketRuns,
+  isCuttable,
   jsonArrayPieces,
   MIN_BUCKETS_TO_SPLIT,
+  RUN_BUCKETS,
   splitWindow,
 } from '../../src/data/history/windowParts.ts';
 
@@ -64,6 +67,50 @@ describe('splitWindow', () => {
     expect(splitWindow(request({ fill: 'previous' }), plan)).toHaveLength(1);
     expect(splitWindow(request({ fill: 'linear' }), plan)).toHaveLength(1);
     expect(splitWindow(request({ fill: 'null' }), plan)).toHaveLength(2);
+  });
+});
+
+describe('bucketRuns', () => {
+  /** How many buckets of width `width` starting at grid + k·width overlap [start, end). */
+  const bucketsIn = (start: number, end: number, width: number, grid: number) =>
+    Math.floor((end - 1 - grid) / width) - Math.floor((start - grid) / width) + 1;
+
+  test.each([
+    ['a year at one hour', request(), 0],
+    ['a week at 90 s', request({ intervalSeconds: 90, to: new Date(from + 168 * HOUR) }), 0],
+    [
+      'a shifted grid',
+      request({ origin: new Date(Date.UTC(2024, 0, 1, 0, 17)), offsetSeconds: 60 }),
+      Date.UTC(2024, 0, 1, 0, 18),
+    ],
+  ])('%s: runs cover the window end to end, cut on the grid, none too long', (_, r, grid) => {
+    const runs = bucketRuns(r);
+    const width = r.intervalSeconds * 1000;
+    expect(runs[0]![0]).toBe(r.from.getTime());
+    expect(runs.at(-1)![1]).toBe(r.to.getTime());
+    for (const [i, [start, end]] of runs.entries()) {
+      expect(end).toBeGreaterThan(start);
+      if (i > 0) {
+        expect(start).toBe(runs[i - 1]![1]);
+        expect((start - grid) % width).toBe(0);
+      }
+      expect(bucketsIn(start, end, width, grid)).toBeLessThanOrEqual(RUN_BUCKETS);
+    }
+    const total = bucketsIn(r.from.getTime(), r.to.getTime(), width, grid);
+    expect(runs).toHaveLength(Math.ceil(total / RUN_BUCKETS));
+  });
+
+  test('a window shorter than a run is one run', () => {
+    const short = request({ to: new Date(from + 30 * HOUR) });
+    expect(bucketRuns(short)).toEqual([[from, from + 30 * HOUR]]);
+  });
+
+  test('only windows on a UTC grid without carried values are cuttable', () => {
+    expect(isCuttable(request())).toBe(true);
+    expect(isCuttable(request({ fill: 'null' }))).toBe(true);
+    expect(isCuttable(request({ timeZone: 'Europe/Berlin' }))).toBe(false);
+    expect(isCuttable(request({ fill: 'previous' }))).toBe(false);
+    expect(isCuttable(request({ fill: 'linear' }))).toBe(false);
   });
 });
 

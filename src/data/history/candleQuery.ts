@@ -18,7 +18,13 @@ import {
 } from './planner.ts';
 import { readFreshness, rollupMode } from './rollupState.ts';
 import { zoneOffsetSeconds, zoneOffsetsOver } from './timeZones.ts';
-import { jsonArrayPieces, splitWindow } from './windowParts.ts';
+import {
+  bucketRuns,
+  isCuttable,
+  jsonArrayPieces,
+  RUN_BUCKETS,
+  splitWindow,
+} from './windowParts.ts';
 
 export type FillMode = 'none' | 'null' | 'previous' | 'linear';
 
@@ -59,14 +65,13 @@ export interface JsonAnswer {
   /** No bucket holds an observation or a filled value (the routes answer 204). */
   empty: boolean;
 }
-/** One row per run of consecutive buckets: their JSON texts joined, and whether all are empty. */
-const jsonChunk = z.object({ empty: z.boolean(), items: z.string() });
 /**
- * Which run of 500 buckets a bucket belongs to. Rows of ~25–60 kB keep every string and buffer
- * of the answer small: one row of a megabyte is decoded into a string the garbage collector can
- * only free in a full mark-compact, and those pauses made the slowest answers twice as slow.
+ * One row per run of consecutive buckets (at most RUN_BUCKETS): their JSON texts joined, and
+ * whether all are empty.
  */
-const CHUNK = sql.fragment`(row_number() OVER (ORDER BY bucket) - 1) / 500`;
+const jsonChunk = z.object({ empty: z.boolean(), items: z.string() });
+/** Which run a bucket belongs to, where runs cannot be cut in time (see numberedRunsQuery). */
+const CHUNK = sql.fragment`(row_number() OVER (ORDER BY bucket) - 1) / ${RUN_BUCKETS}`;
 /** A bucket start as JavaScript's toISOString() writes it (millisecond precision, UTC). */
 const ISO_INSTANT = sql.fragment`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 /**
@@ -76,6 +81,26 @@ const ISO_INSTANT = sql.fragment`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD"
  */
 const jsonNumber = (column: 'open' | 'high' | 'low' | 'close' | 'volume') =>
   sql.fragment`coalesce(${sql.identifier([column])}::text, 'null')`;
+/** A candle row (bucket and its columns) as the JSON text of an analyst route's item. */
+const CANDLE_ITEM = sql.fragment`
+  '{"timestamp":"' || ${ISO_INSTANT} || '","open":' || ${jsonNumber('open')} ||
+  ',"high":' || ${jsonNumber('high')} || ',"low":' || ${jsonNumber('low')} ||
+  ',"close":' || ${jsonNumber('close')} || ',"volume":' || ${jsonNumber('volume')} ||
+  ',"count":' || count || '}'`;
+/** A bucket's open as the JSON text of a contract history item. */
+const OPEN_ITEM = sql.fragment`'{"timestamp":"' || ${ISO_INSTANT} || '","value":' || ${jsonNumber('open')} || '}'`;
+/** A candle with neither an observation nor a filled value. */
+const CANDLE_IS_EMPTY = sql.fragment`count = 0 AND open IS NULL`;
+
+/**
+ * The bounds of one run of buckets inside a statement that answers run by run (see runsQuery):
+ * every source then reads only the rows of that run.
+ */
+interface RunBounds {
+  lo: SqlFragment;
+  hi: SqlFragment;
+}
+const RUN = { lo: sql.fragment`run.lo`, hi: sql.fragment`run.hi` } satisfies RunBounds;
 
 const fromWire = <T extends { timestamp: number }>(row: T) => ({
   ...row,
@@ -183,7 +208,7 @@ async function jsonInParts(
     splitWindow(request, segments).map((part) => {
       const query = build(part.request, part.segments);
       return withZoneErrors(request, () =>
-        mergesMany(part.request, part.segments)
+        !isCuttable(part.request) && mergesMany(part.request, part.segments)
           ? sortedGrouping(pool, (tx) => tx.any(query))
           : pool.any(query),
       );
@@ -206,7 +231,8 @@ function mergesMany(request: CandleRequest, segments: Segment[]): boolean {
 /**
  * Runs a query with sort-based grouping. The planner cannot estimate how many buckets
  * time_bucket yields and sizes a hash aggregate for 200; first()/last() states then spill to disk
- * on answers of thousands of buckets, while sorting a few thousand sub-buckets is cheap.
+ * on answers of thousands of buckets, while sorting a few thousand sub-buckets is cheap. (A
+ * statement that answers run by run groups at most RUN_BUCKETS buckets at a time and needs none.)
  */
 function sortedGrouping<T>(
   pool: DatabasePool,
@@ -287,19 +313,30 @@ function bucketOf(request: CandleRequest, value: SqlFragment): SqlFragment {
     origin => ${origin}, "offset" => make_interval(secs => ${offset}::float8))`;
 }
 
-function segmentSource(code: string, segment: Segment): SqlFragment {
+function segmentSource(code: string, segment: Segment, run?: RunBounds): SqlFragment {
   if (segment.source === 'raw') {
     return sql.fragment`
       SELECT time AS t, open, high, low, close, volume, 1::bigint AS count,
              time AS first_time, time AS last_time
       FROM price_observations
-      WHERE currency_code = ${code} AND time >= ${ts(segment.start)} AND time < ${ts(segment.end)}`;
+      WHERE currency_code = ${code} AND time >= ${ts(segment.start)} AND time < ${ts(segment.end)}
+        ${withinRun(sql.fragment`time`, run)}`;
   }
   const level = levelOf(segment);
   return sql.fragment`
     SELECT bucket AS t, open, high, low, close, volume, count, first_time, last_time
     FROM ${sql.identifier([level.relation])}
-    WHERE currency_code = ${code} AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}`;
+    WHERE currency_code = ${code} AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}
+      ${withinRun(sql.fragment`bucket`, run)}`;
+}
+
+/**
+ * Keeps a source's rows to one run. Runs start and end on bucket boundaries of the request
+ * (but for the window's own ends), and level rows nest inside the request's buckets, so a
+ * bucket's rows all fall in the same run.
+ */
+function withinRun(column: SqlFragment, run: RunBounds | undefined): SqlFragment {
+  return run ? sql.fragment`AND ${column} >= ${run.lo} AND ${column} < ${run.hi}` : sql.fragment``;
 }
 
 /** The whole answer in one statement, a row per bucket, ascending (see answerRows). */
@@ -310,22 +347,55 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
 }
 
 /**
- * The same answer as the route's JSON body, built by PostgreSQL in runs of buckets (see CHUNK),
- * and per run whether it is empty (no bucket holds an observation or a filled value). For
- * answers of thousands of candles, formatting them in SQL costs a fraction of turning rows into
- * objects and serialising those.
+ * The same answer as the route's JSON body, built by PostgreSQL in runs of buckets, and per run
+ * whether it is empty (no bucket holds an observation or a filled value). For answers of
+ * thousands of candles, formatting them in SQL costs a fraction of turning rows into objects and
+ * serialising those.
  */
 function candleJsonQuery(request: CandleRequest, segments: Segment[]) {
+  if (isCuttable(request)) {
+    return runsQuery(
+      request,
+      sql.fragment`
+        SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty, string_agg(${CANDLE_ITEM}, ',' ORDER BY bucket) AS items
+        FROM (${answerRows(request, segments, RUN)}) AS candle`,
+    );
+  }
+  return numberedRunsQuery(
+    sql.fragment`SELECT bucket, ${CANDLE_IS_EMPTY} AS is_empty, ${CANDLE_ITEM} AS item
+      FROM (${answerRows(request, segments)}) AS candle`,
+  );
+}
+
+/**
+ * An answer on a fixed UTC grid, run by run: each run of buckets (see bucketRuns) is computed
+ * and aggregated on its own, its sources reading only its rows. Cheaper than numbering a whole
+ * answer's rows and sorting them into runs, and no run groups enough buckets for a hash
+ * aggregate to spill. `perRun` yields one row (empty, items) and bounds its sources by RUN.
+ */
+function runsQuery(request: CandleRequest, perRun: SqlFragment) {
+  const runs = bucketRuns(request);
+  const instants = (pick: 0 | 1) =>
+    sql.array(
+      runs.map((run) => new Date(run[pick]).toISOString()),
+      'timestamptz',
+    );
+  return sql.type(jsonChunk)`
+    SELECT coalesce(answer.empty, true) AS empty, coalesce(answer.items, '') AS items
+    FROM unnest(${instants(0)}, ${instants(1)}) WITH ORDINALITY AS run(lo, hi, n)
+    CROSS JOIN LATERAL (${perRun}) AS answer
+    ORDER BY run.n`;
+}
+
+/**
+ * An answer whose runs cannot be cut in time (buckets of a zone's days, fills that carry values
+ * across buckets): its rows (bucket, is_empty, item) are numbered in order and grouped by runs
+ * of RUN_BUCKETS.
+ */
+function numberedRunsQuery(rows: SqlFragment) {
   return sql.type(jsonChunk)`
     SELECT bool_and(is_empty) AS empty, string_agg(item, ',' ORDER BY bucket) AS items
-    FROM (
-      SELECT bucket, ${CHUNK} AS chunk, count = 0 AND open IS NULL AS is_empty,
-             '{"timestamp":"' || ${ISO_INSTANT} || '","open":' || ${jsonNumber('open')} ||
-             ',"high":' || ${jsonNumber('high')} || ',"low":' || ${jsonNumber('low')} ||
-             ',"close":' || ${jsonNumber('close')} || ',"volume":' || ${jsonNumber('volume')} ||
-             ',"count":' || count || '}' AS item
-      FROM (${answerRows(request, segments)}) AS answer
-    ) AS items
+    FROM (SELECT *, ${CHUNK} AS chunk FROM (${rows}) AS numbered) AS items
     GROUP BY chunk ORDER BY chunk`;
 }
 
@@ -334,12 +404,12 @@ function candleJsonQuery(request: CandleRequest, segments: Segment[]) {
  * open by observation time, close = last close, extremes, sums), then gap-filled over the grid of
  * bucket starts: one row per bucket (`bucket` and the candle's columns), in no particular order.
  */
-function answerRows(request: CandleRequest, segments: Segment[]): SqlFragment {
-  const data = bucketRows(request, segments, 'ohlcv');
+function answerRows(request: CandleRequest, segments: Segment[], run?: RunBounds): SqlFragment {
+  const data = bucketRows(request, segments, 'ohlcv', run);
   if (request.fill === 'none') return data;
   const joined = sql.fragment`
     data AS (${data}),
-    grid AS (${gridQuery(request)}),
+    grid AS (${gridQuery(request, run)}),
     joined AS (
       SELECT coalesce(g.bucket, d.bucket) AS bucket, d.open, d.high, d.low, d.close,
              coalesce(d.volume, 0) AS volume, coalesce(d.count, 0)::bigint AS count
@@ -409,16 +479,17 @@ function answerRows(request: CandleRequest, segments: Segment[]): SqlFragment {
     FROM interpolated`;
 }
 
-/** The contract's history answer as JSON text: `[{timestamp, value}]`, value the bucket's open. */
+/**
+ * The contract's history answer as JSON text: `[{timestamp, value}]`, value the bucket's open.
+ * Its buckets are always on a UTC grid and never filled, so it is answered run by run.
+ */
 function openJsonQuery(request: CandleRequest, segments: Segment[]) {
-  return sql.type(jsonChunk)`
-    SELECT false AS empty, string_agg(item, ',' ORDER BY bucket) AS items
-    FROM (
-      SELECT bucket, ${CHUNK} AS chunk,
-             '{"timestamp":"' || ${ISO_INSTANT} || '","value":' || ${jsonNumber('open')} || '}' AS item
-      FROM (${bucketRows(request, segments, 'open')}) AS buckets
-    ) AS items
-    GROUP BY chunk ORDER BY chunk`;
+  return runsQuery(
+    request,
+    sql.fragment`
+      SELECT count(*) = 0 AS empty, string_agg(${OPEN_ITEM}, ',' ORDER BY bucket) AS items
+      FROM (${bucketRows(request, segments, 'open', RUN)}) AS buckets`,
+  );
 }
 
 const AGGREGATES = {
@@ -436,13 +507,19 @@ const COLUMNS = {
  * hourly buckets without a zone) already are answers and pass straight through; everything
  * else is re-bucketed and merged. The two never share a bucket: a level serves whole buckets.
  */
-function bucketRows(request: CandleRequest, segments: Segment[], shape: 'ohlcv' | 'open') {
+function bucketRows(
+  request: CandleRequest,
+  segments: Segment[],
+  shape: 'ohlcv' | 'open',
+  run?: RunBounds,
+) {
   const isDirect = (segment: Segment) => passesThrough(request, segment);
   const direct = segments.filter(isDirect).map(
     (segment) => sql.fragment`
       SELECT bucket, ${COLUMNS[shape]} FROM ${sql.identifier([levelOf(segment).relation])}
       WHERE currency_code = ${request.code}
-        AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}`,
+        AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}
+        ${withinRun(sql.fragment`bucket`, run)}`,
   );
   const rest = segments.filter((segment) => !isDirect(segment));
   const merged = rest.length
@@ -450,7 +527,7 @@ function bucketRows(request: CandleRequest, segments: Segment[], shape: 'ohlcv' 
         sql.fragment`
           SELECT ${bucketOf(request, sql.fragment`t`)} AS bucket, ${AGGREGATES[shape]}
           FROM (${sql.join(
-            rest.map((segment) => segmentSource(request.code, segment)),
+            rest.map((segment) => segmentSource(request.code, segment, run)),
             sql.fragment` UNION ALL `,
           )}) AS parts
           GROUP BY 1`,
@@ -483,9 +560,13 @@ function lastCloseBefore(request: CandleRequest) {
  * time and each step mapped back through the same time_bucket, so DST days get their 23 or 25
  * hours and every start matches the data's buckets exactly.
  */
-function gridQuery(request: CandleRequest): SqlFragment {
+function gridQuery(request: CandleRequest, run?: RunBounds): SqlFragment {
   const width = bucketWidth(request);
   const first = bucketOf(request, ts(request.from));
+  if (run) {
+    return sql.fragment`
+      SELECT generate_series(${bucketOf(request, run.lo)}, ${run.hi} - interval '1 microsecond', ${width}) AS bucket`;
+  }
   if (!request.timeZone) {
     return sql.fragment`
       SELECT generate_series(${first}, ${ts(request.to)} - interval '1 microsecond', ${width}) AS bucket`;

@@ -9,6 +9,12 @@ import type { Segment } from './planner.ts';
 export const MIN_BUCKETS_TO_SPLIT = 3000;
 /** Parts per answer: more than the database's cores only queue behind each other. */
 export const PARTS = 2;
+/**
+ * Buckets per run: the body comes from PostgreSQL as one text per run (25–65 kB). Runs of a
+ * megabyte would become strings the garbage collector only frees in a full mark-compact, and
+ * those pauses made the slowest answers twice as slow.
+ */
+export const RUN_BUCKETS = 500;
 
 export interface WindowPart {
   request: CandleRequest;
@@ -22,12 +28,12 @@ export interface WindowPart {
  */
 export function splitWindow(request: CandleRequest, segments: Segment[]): WindowPart[] {
   const whole = [{ request, segments }];
-  if (request.timeZone || request.fill === 'previous' || request.fill === 'linear') return whole;
+  if (!isCuttable(request)) return whole;
   const from = request.from.getTime();
   const to = request.to.getTime();
   const width = request.intervalSeconds * 1000;
   if ((to - from) / width < MIN_BUCKETS_TO_SPLIT) return whole;
-  const origin = (request.origin?.getTime() ?? 0) + (request.offsetSeconds ?? 0) * 1000;
+  const origin = gridOrigin(request);
   const cuts = [from];
   for (let i = 1; i < PARTS; i++) {
     const target = from + ((to - from) * i) / PARTS;
@@ -39,6 +45,36 @@ export function splitWindow(request: CandleRequest, segments: Segment[]): Window
     request: { ...request, from: new Date(cuts[i]!), to: new Date(end) },
     segments: clip(segments, cuts[i]!, end),
   }));
+}
+
+/**
+ * Whether pieces of the window can be answered apart: buckets on a fixed UTC grid, and no fill
+ * that carries values from one bucket to the next.
+ */
+export function isCuttable(request: CandleRequest): boolean {
+  return !request.timeZone && request.fill !== 'previous' && request.fill !== 'linear';
+}
+
+/**
+ * Cuts a cuttable window into runs of at most RUN_BUCKETS buckets, as [start, end) pairs in
+ * milliseconds: the window's start, then every RUN_BUCKETS-th bucket boundary, then its end.
+ */
+export function bucketRuns(request: CandleRequest): Array<[start: number, end: number]> {
+  const from = request.from.getTime();
+  const to = request.to.getTime();
+  const width = request.intervalSeconds * 1000;
+  const origin = gridOrigin(request);
+  const firstBucket = origin + Math.floor((from - origin) / width) * width;
+  const starts = [from];
+  for (let start = firstBucket + RUN_BUCKETS * width; start < to; start += RUN_BUCKETS * width) {
+    starts.push(start);
+  }
+  return starts.map((start, i) => [start, starts[i + 1] ?? to]);
+}
+
+/** An instant on the request's UTC grid of bucket boundaries. */
+function gridOrigin(request: CandleRequest): number {
+  return (request.origin?.getTime() ?? 0) + (request.offsetSeconds ?? 0) * 1000;
 }
 
 function clip(segments: Segment[], start: number, end: number): Segment[] {
