@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
 import { createDataService } from '../../src/data/service.ts';
-import { createToken } from '../../src/data/tokens/tokenStore.ts';
+import { createToken, listTokens } from '../../src/data/tokens/tokenStore.ts';
 import type { RunningServer } from '../../src/shared/http/server.ts';
 import { getJson, serve } from '../support/http.ts';
 import {
@@ -97,6 +97,25 @@ describe('GET /data/currency/all', () => {
       sql.unsafe`UPDATE service_tokens SET revoked_at = now() WHERE name = 'short-lived'`,
     );
     expect((await getJson(`${server.url}/data/currency/all`, token)).status).toBe(401);
+  });
+
+  test('a token records when it was last used, at most once a minute', async () => {
+    const lastUsed = async () =>
+      (await listTokens(runtime.pool)).find((t) => t.name === 'tracked')?.lastUsedAt ?? null;
+    const { token } = await createToken(runtime.pool, 'tracked', ['read']);
+    expect(await lastUsed()).toBeNull();
+    expect((await getJson(`${server.url}/data/currency/all`, token)).status).toBe(200);
+    const first = await lastUsed();
+    expect(first).not.toBeNull();
+    // Within the minute a second use leaves it alone; after it, the use is recorded again.
+    expect((await getJson(`${server.url}/data/currency/all`, token)).status).toBe(200);
+    expect(await lastUsed()).toEqual(first);
+    await runtime.pool.query(sql.unsafe`
+      UPDATE service_tokens SET last_used_at = now() - interval '2 minutes' WHERE name = 'tracked'
+    `);
+    const backdated = await lastUsed();
+    expect((await getJson(`${server.url}/data/currency/all`, token)).status).toBe(200);
+    expect((await lastUsed())!.getTime()).toBeGreaterThan(backdated!.getTime());
   });
 });
 
