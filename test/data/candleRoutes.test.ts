@@ -205,6 +205,12 @@ describe.each(MODES)('analyst candle routes, %s mode', (mode) => {
     );
     expect(later.status).toBe(200);
     expect(later.body.map((c: { open: number }) => c.open)).toEqual([31, 31, 31]);
+    // Weeks after the last observation the seed is still found (beyond the near look-up).
+    const weeksLater = await candles(
+      'from=2024-05-29T11:00:00Z&to=2024-05-29T11:02:00Z&interval=1m&fill=previous',
+      'ETH',
+    );
+    expect(weeksLater.body.map((c: { open: number }) => c.open)).toEqual([31, 31]);
     const empty = await candles(
       'from=2024-05-01T11:00:00Z&to=2024-05-01T11:03:00Z&interval=1m&fill=none',
       'ETH',

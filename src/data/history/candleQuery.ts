@@ -16,6 +16,7 @@ import {
   type RollupFreshness,
   type Segment,
 } from './planner.ts';
+import { NO_SEEDS, readFillSeeds, type FillSeeds, type SeedPoint } from './fillSeeds.ts';
 import { readFreshness, rollupMode } from './rollupState.ts';
 import { zoneOffsetSeconds, zoneOffsetsOver } from './timeZones.ts';
 import {
@@ -137,16 +138,20 @@ export function bucketGrid(request: CandleRequest): BucketGrid {
 }
 
 /**
- * Which sources answer which part of the window. The same round trip tells whether the currency
- * is known; with `requireCurrency` an unknown one is a 404.
+ * Which sources answer which part of the window, and the values a fill carries into it (read at
+ * the same time). The same round trip tells whether the currency is known; with
+ * `requireCurrency` an unknown one is a 404.
  */
 export async function planRequest(
   pool: DatabasePool,
   request: CandleRequest,
   options: { requireCurrency?: boolean } = {},
-): Promise<{ mode: RollupMode; segments: Segment[] }> {
+): Promise<{ mode: RollupMode; segments: Segment[]; seeds: FillSeeds }> {
   const mode = await rollupMode(pool);
-  const freshness = await readFreshness(pool, mode, request.code, request.from, request.to);
+  const [freshness, seeds] = await Promise.all([
+    readFreshness(pool, mode, request.code, request.from, request.to),
+    readFillSeeds(pool, request),
+  ]);
   if (options.requireCurrency && !freshness.currencyKnown) {
     throw new NotFoundError(`Unknown currency '${request.code}'`, 'unknown_currency');
   }
@@ -156,7 +161,7 @@ export async function planRequest(
     levels,
     boundStale(freshness),
   );
-  return { mode, segments };
+  return { mode, segments, seeds };
 }
 
 function boundStale(freshness: RollupFreshness): RollupFreshness {
@@ -179,8 +184,10 @@ export async function queryCandlesJson(
   request: CandleRequest,
   options: QueryOptions = {},
 ): Promise<JsonAnswer> {
-  const { segments } = await planRequest(pool, request, options);
-  return jsonInParts(pool, request, segments, candleJsonQuery);
+  const { segments, seeds } = await planRequest(pool, request, options);
+  return jsonInParts(pool, request, segments, (part, partSegments) =>
+    candleJsonQuery(part, partSegments, seeds),
+  );
 }
 
 /**
@@ -256,13 +263,13 @@ export async function streamCandles(
   consume: (rows: AsyncIterable<CandleRow>) => Promise<void>,
   options: QueryOptions = {},
 ): Promise<void> {
-  const { segments } = await planRequest(pool, request, options);
+  const { segments, seeds } = await planRequest(pool, request, options);
   let consumed: Promise<void> = Promise.resolve();
   await withZoneErrors(request, () =>
     pool.transaction(async (tx) => {
       await tx.query(sql.unsafe`SET LOCAL statement_timeout = '15min'`);
       await tx.query(sql.unsafe`SET LOCAL enable_hashagg = off`);
-      await tx.stream(candleQuery(request, segments), (stream) => {
+      await tx.stream(candleQuery(request, segments, seeds), (stream) => {
         consumed = consume(rowsOf(stream));
         consumed.catch((error: unknown) => stream.destroy(error as Error));
       });
@@ -340,10 +347,10 @@ function withinRun(column: SqlFragment, run: RunBounds | undefined): SqlFragment
 }
 
 /** The whole answer in one statement, a row per bucket, ascending (see answerRows). */
-export function candleQuery(request: CandleRequest, segments: Segment[]) {
+export function candleQuery(request: CandleRequest, segments: Segment[], seeds: FillSeeds) {
   return sql.type(candleWireRow)`
     SELECT ${EPOCH_MS} AS timestamp, open, high, low, close, volume, count
-    FROM (${answerRows(request, segments)}) AS answer ORDER BY bucket`;
+    FROM (${answerRows(request, segments, seeds)}) AS answer ORDER BY bucket`;
 }
 
 /**
@@ -352,18 +359,18 @@ export function candleQuery(request: CandleRequest, segments: Segment[]) {
  * thousands of candles, formatting them in SQL costs a fraction of turning rows into objects and
  * serialising those.
  */
-function candleJsonQuery(request: CandleRequest, segments: Segment[]) {
+function candleJsonQuery(request: CandleRequest, segments: Segment[], seeds: FillSeeds) {
   if (isCuttable(request)) {
     return runsQuery(
       request,
       sql.fragment`
         SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty, string_agg(${CANDLE_ITEM}, ',' ORDER BY bucket) AS items
-        FROM (${answerRows(request, segments, RUN)}) AS candle`,
+        FROM (${answerRows(request, segments, NO_SEEDS, RUN)}) AS candle`,
     );
   }
   return numberedRunsQuery(
     sql.fragment`SELECT bucket, ${CANDLE_IS_EMPTY} AS is_empty, ${CANDLE_ITEM} AS item
-      FROM (${answerRows(request, segments)}) AS candle`,
+      FROM (${answerRows(request, segments, seeds)}) AS candle`,
   );
 }
 
@@ -404,7 +411,12 @@ function numberedRunsQuery(rows: SqlFragment) {
  * open by observation time, close = last close, extremes, sums), then gap-filled over the grid of
  * bucket starts: one row per bucket (`bucket` and the candle's columns), in no particular order.
  */
-function answerRows(request: CandleRequest, segments: Segment[], run?: RunBounds): SqlFragment {
+function answerRows(
+  request: CandleRequest,
+  segments: Segment[],
+  seeds: FillSeeds,
+  run?: RunBounds,
+): SqlFragment {
   const data = bucketRows(request, segments, 'ohlcv', run);
   if (request.fill === 'none') return data;
   const joined = sql.fragment`
@@ -426,7 +438,7 @@ function answerRows(request: CandleRequest, segments: Segment[], run?: RunBounds
       marked AS (SELECT *, count(close) OVER (ORDER BY bucket) AS run FROM joined),
       filled AS (
         SELECT *, coalesce(first_value(close) OVER (PARTITION BY run ORDER BY bucket),
-                           (${lastCloseBefore(request)})) AS carried
+                           ${seedClose(seeds.before)}) AS carried
         FROM marked
       )
       SELECT bucket,
@@ -436,16 +448,6 @@ function answerRows(request: CandleRequest, segments: Segment[], run?: RunBounds
   }
   return sql.fragment`
     WITH ${joined},
-    before AS (
-      SELECT time, close FROM price_observations
-      WHERE currency_code = ${request.code} AND time < ${ts(request.from)}
-      ORDER BY time DESC LIMIT 1
-    ),
-    after AS (
-      SELECT time, close FROM price_observations
-      WHERE currency_code = ${request.code} AND time >= ${ts(request.to)}
-      ORDER BY time LIMIT 1
-    ),
     marked AS (
       SELECT *, count(close) OVER (ORDER BY bucket) AS prev_run,
                 count(close) OVER (ORDER BY bucket DESC) AS next_run
@@ -453,13 +455,13 @@ function answerRows(request: CandleRequest, segments: Segment[], run?: RunBounds
     ),
     anchored AS (
       SELECT m.*,
-             CASE WHEN prev_run = 0 THEN (SELECT close FROM before)
+             CASE WHEN prev_run = 0 THEN ${seedClose(seeds.before)}
                   ELSE first_value(close) OVER (PARTITION BY prev_run ORDER BY bucket) END AS y0,
-             CASE WHEN prev_run = 0 THEN (SELECT time FROM before)
+             CASE WHEN prev_run = 0 THEN ${seedTime(seeds.before)}
                   ELSE first_value(bucket) OVER (PARTITION BY prev_run ORDER BY bucket) END AS x0,
-             CASE WHEN next_run = 0 THEN (SELECT close FROM after)
+             CASE WHEN next_run = 0 THEN ${seedClose(seeds.after)}
                   ELSE first_value(close) OVER (PARTITION BY next_run ORDER BY bucket DESC) END AS y1,
-             CASE WHEN next_run = 0 THEN (SELECT time FROM after)
+             CASE WHEN next_run = 0 THEN ${seedTime(seeds.after)}
                   ELSE first_value(bucket) OVER (PARTITION BY next_run ORDER BY bucket DESC) END AS x1
       FROM marked m
     ),
@@ -548,12 +550,8 @@ function levelOf(segment: Segment) {
   return LEVELS.find((l) => l.name === segment.source)!;
 }
 
-function lastCloseBefore(request: CandleRequest) {
-  return sql.fragment`
-    SELECT close FROM price_observations
-    WHERE currency_code = ${request.code} AND time < ${ts(request.from)}
-    ORDER BY time DESC LIMIT 1`;
-}
+const seedClose = (point: SeedPoint | null) => sql.fragment`${point?.close ?? null}::float8`;
+const seedTime = (point: SeedPoint | null) => sql.fragment`${point?.time ?? null}::timestamptz`;
 
 /**
  * Start of every bucket that overlaps [from, to). In a zone the grid is walked in local wall-clock
