@@ -15,11 +15,15 @@ export interface DataProcess {
   stop(): Promise<void>;
 }
 
-export async function startDataProcess(databaseUrl: string): Promise<DataProcess> {
+/** Starts the data module of this tree, or of another checkout given its `platform` command. */
+export async function startDataProcess(
+  databaseUrl: string,
+  platformBin = PLATFORM_BIN,
+): Promise<DataProcess> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    [PLATFORM_BIN, 'start', '--role', 'data', '--platform.load.currency=false'],
+    [platformBin, 'start', '--role', 'data', '--platform.load.currency=false'],
     {
       env: {
         ...process.env,

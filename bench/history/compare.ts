@@ -1,0 +1,109 @@
+// Before and after: the history routes of a baseline commit and of this tree, side by side.
+//
+//   npm run bench:history:compare -- --baseline <git ref> [--requests 100]
+//
+// Checks the baseline out into a temporary worktree (sharing this tree's node_modules), starts
+// both data modules on the bench:history database, and sends each request to one then the
+// other, alternating which goes first, so both see the same machine at the same moment. On a
+// virtual machine whose speed drifts by ±30 % between runs, this is the fair way to tell
+// whether a change helped. Needs the data of `npm run bench:history` (run that first).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createToken } from '../../src/data/tokens/tokenStore.ts';
+import { loadConfig } from '../../src/shared/config.ts';
+import { createDatabasePool } from '../../src/shared/db/pool.ts';
+import { startDataProcess, type DataProcess } from './dataProcess.ts';
+import { BENCH_CODES, countRows } from './generate.ts';
+
+const QUERIES = [
+  'currency/history/{code}?hours=24&intervalSeconds=60',
+  'currency/history/{code}?hours=168&intervalSeconds=300',
+  'currency/history/{code}?hours=720&intervalSeconds=3600',
+  'currency/history/{code}?hours=8760&intervalSeconds=3600',
+  'currency/history/{code}?hours=8760&intervalSeconds=86400',
+  'currency/history/{code}?hours=6&intervalSeconds=7',
+  'candles/{code}?hours=8760&interval=1h',
+  'candles/{code}?hours=8760&interval=1d&tz=Europe/Berlin&fill=previous',
+  'candles/{code}?hours=720&interval=4h&tz=America/New_York&fill=linear',
+  'candles/{code}?hours=168&interval=90',
+];
+
+const { values: args } = parseArgs({
+  options: {
+    baseline: { type: 'string' },
+    requests: { type: 'string', default: '100' },
+  },
+});
+if (!args.baseline) {
+  process.stderr.write('usage: npm run bench:history:compare -- --baseline <git ref>\n');
+  process.exit(2);
+}
+
+const root = new URL('../..', import.meta.url).pathname;
+const databaseUrl = loadConfig({
+  DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/bench_history',
+}).DATABASE_URL;
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+const summary = (times: number[]) => {
+  const sorted = [...times].sort((a, b) => a - b);
+  return `${percentile(sorted, 50).toFixed(1)} / ${percentile(sorted, 95).toFixed(1)}`;
+};
+
+async function timedGet(server: DataProcess, path: string, token: string): Promise<number> {
+  const started = performance.now();
+  const response = await fetch(`${server.url}/data/${path}`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  const body = await response.text();
+  if (response.status !== 200) throw new Error(`HTTP ${response.status} for ${path}: ${body}`);
+  return performance.now() - started;
+}
+
+async function main() {
+  const pool = await createDatabasePool(databaseUrl);
+  const worktree = mkdtempSync(join(tmpdir(), 'history-baseline-'));
+  const servers: DataProcess[] = [];
+  try {
+    if ((await countRows(pool)) === 0)
+      throw new Error('no data: run `npm run bench:history` first');
+    execFileSync('git', ['-C', root, 'worktree', 'add', '--detach', worktree, args.baseline!], {
+      stdio: 'ignore',
+    });
+    symlinkSync(join(root, 'node_modules'), join(worktree, 'node_modules'));
+    const { token } = await createToken(pool, `compare-${Date.now()}`, ['read']);
+    const baseline = await startDataProcess(databaseUrl, join(worktree, 'bin/platform.mjs'));
+    servers.push(baseline);
+    const current = await startDataProcess(databaseUrl);
+    servers.push(current);
+    const requests = Number(args.requests);
+    log(`| request | ${args.baseline} p50 / p95 (ms) | this tree p50 / p95 (ms) |`);
+    log('|---|---:|---:|');
+    for (const query of QUERIES) {
+      const times = { baseline: [] as number[], current: [] as number[] };
+      for (let i = -5; i < requests; i++) {
+        const path = query.replace('{code}', BENCH_CODES[(i + 5) % BENCH_CODES.length]!);
+        const order =
+          i % 2 === 0 ? (['baseline', 'current'] as const) : (['current', 'baseline'] as const);
+        for (const which of order) {
+          const elapsed = await timedGet(which === 'baseline' ? baseline : current, path, token);
+          if (i >= 0) times[which].push(elapsed);
+        }
+      }
+      log(`| \`${query}\` | ${summary(times.baseline)} | ${summary(times.current)} |`);
+    }
+  } finally {
+    await Promise.all(servers.map((server) => server.stop()));
+    await pool.end();
+    execFileSync('git', ['-C', root, 'worktree', 'remove', '--force', worktree], {
+      stdio: 'ignore',
+    });
+    rmSync(worktree, { recursive: true, force: true });
+  }
+}
+
+await main();
