@@ -17,6 +17,7 @@ import { loadConfig } from '../../src/shared/config.ts';
 import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import { startDataProcess, type DataProcess } from './dataProcess.ts';
 import { BENCH_CODES, countRows } from './generate.ts';
+import { formatSummary, summarize } from './percentiles.ts';
 
 const QUERIES = [
   'currency/history/{code}?hours=24&intervalSeconds=60',
@@ -47,12 +48,6 @@ const databaseUrl = loadConfig({
   DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/bench_history',
 }).DATABASE_URL;
 const log = (line: string) => process.stdout.write(`${line}\n`);
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-const summary = (times: number[]) => {
-  const sorted = [...times].sort((a, b) => a - b);
-  return `${percentile(sorted, 50).toFixed(1)} / ${percentile(sorted, 95).toFixed(1)}`;
-};
 
 async function timedGet(server: DataProcess, path: string, token: string): Promise<number> {
   const started = performance.now();
@@ -94,7 +89,8 @@ async function main() {
           if (i >= 0) times[which].push(elapsed);
         }
       }
-      log(`| \`${query}\` | ${summary(times.baseline)} | ${summary(times.current)} |`);
+      const [before, after] = [summarize(times.baseline), summarize(times.current)];
+      log(`| \`${query}\` | ${formatSummary(before)} | ${formatSummary(after)} |`);
     }
   } finally {
     await Promise.all(servers.map((server) => server.stop()));

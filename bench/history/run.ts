@@ -22,6 +22,7 @@ import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
 import { startDataProcess, type DataProcess } from './dataProcess.ts';
 import { BENCH_CODES, countRows, generateHistory } from './generate.ts';
+import { formatSummary, summarize } from './percentiles.ts';
 
 const CASES: Array<[hours: number, intervalSeconds: number]> = [
   [24, 60],
@@ -43,13 +44,7 @@ const { values: args } = parseArgs({
 });
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
-const f = (x: { p50: number; p95: number }) => `${x.p50.toFixed(1)} / ${x.p95.toFixed(1)}`;
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-function summary(times: number[]) {
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p95: percentile(times, 95) };
-}
+const f = formatSummary;
 
 async function timed(runs: number, once: (i: number) => Promise<number>) {
   const times: number[] = [];
@@ -60,7 +55,7 @@ async function timed(runs: number, once: (i: number) => Promise<number>) {
     points = await once(i);
     times.push(performance.now() - started);
   }
-  return { ...summary(times), points };
+  return { ...summarize(times), points };
 }
 
 /**
@@ -85,8 +80,8 @@ async function timedRequests(
   }>((resolve) => client.once('message', resolve));
   if (!result.ok) throw new Error(result.error);
   return {
-    ...summary(result.toLastByte),
-    parsed: summary(result.withParse),
+    ...summarize(result.toLastByte),
+    parsed: summarize(result.withParse),
     points: result.points,
   };
 }

@@ -16,7 +16,7 @@ import {
   type RollupFreshness,
   type Segment,
 } from './planner.ts';
-import { NO_SEEDS, readFillSeeds, type FillSeeds, type SeedPoint } from './fillSeeds.ts';
+import { readFillSeeds, type FillSeeds, type SeedPoint } from './fillSeeds.ts';
 import { readFreshness, rollupMode } from './rollupState.ts';
 import { zoneOffsetSeconds, zoneOffsetsOver } from './timeZones.ts';
 import {
@@ -215,7 +215,7 @@ async function jsonInParts(
     splitWindow(request, segments).map((part) => {
       const query = build(part.request, part.segments);
       return withZoneErrors(request, () =>
-        !isCuttable(part.request) && mergesMany(part.request, part.segments)
+        needsSortedGrouping(part.request, part.segments)
           ? sortedGrouping(pool, (tx) => tx.any(query))
           : pool.any(query),
       );
@@ -228,18 +228,21 @@ async function jsonInParts(
   };
 }
 
-/** Whether the re-bucketed part of the answer may hold enough buckets for a hash aggregate to spill. */
-function mergesMany(request: CandleRequest, segments: Segment[]): boolean {
+/**
+ * Whether one statement re-buckets enough buckets for a hash aggregate to spill: never when it
+ * answers run by run (a run holds at most RUN_BUCKETS), else when the merged span is long.
+ */
+function needsSortedGrouping(request: CandleRequest, segments: Segment[]): boolean {
+  if (isCuttable(request)) return false;
   const merged = segments.filter((segment) => !passesThrough(request, segment));
   const span = merged.reduce((sum, segment) => sum + (segment.end - segment.start), 0);
-  return span / 1000 / request.intervalSeconds > 500;
+  return span / 1000 / request.intervalSeconds > RUN_BUCKETS;
 }
 
 /**
  * Runs a query with sort-based grouping. The planner cannot estimate how many buckets
  * time_bucket yields and sizes a hash aggregate for 200; first()/last() states then spill to disk
- * on answers of thousands of buckets, while sorting a few thousand sub-buckets is cheap. (A
- * statement that answers run by run groups at most RUN_BUCKETS buckets at a time and needs none.)
+ * on answers of thousands of buckets, while sorting a few thousand sub-buckets is cheap.
  */
 function sortedGrouping<T>(
   pool: DatabasePool,
@@ -252,7 +255,7 @@ function sortedGrouping<T>(
 }
 
 /**
- * Streams the same answer as queryCandles row by row through a cursor, so memory stays flat
+ * Streams the same answer as queryCandlesJson row by row through a cursor, so memory stays flat
  * whatever the window. The transaction raises the statement timeout for this query only: a
  * cursor read by a slow client may legitimately stay open for minutes, but a runaway export
  * (centuries at one-second buckets) must still end.
@@ -365,7 +368,7 @@ function candleJsonQuery(request: CandleRequest, segments: Segment[], seeds: Fil
       request,
       sql.fragment`
         SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty, string_agg(${CANDLE_ITEM}, ',' ORDER BY bucket) AS items
-        FROM (${answerRows(request, segments, NO_SEEDS, RUN)}) AS candle`,
+        FROM (${answerRows(request, segments, seeds, RUN)}) AS candle`,
     );
   }
   return numberedRunsQuery(

@@ -19,7 +19,7 @@ export interface FillSeeds {
   after: SeedPoint | null;
 }
 
-export const NO_SEEDS: FillSeeds = { before: null, after: null };
+const NO_SEEDS: FillSeeds = { before: null, after: null };
 
 /** Most gaps are shorter than this; the first look-up back reads only the chunks it spans. */
 const NEAR = sql.fragment`interval '7 days'`;
