@@ -1,8 +1,10 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PLATFORM_BIN } from '../../test/support/cli.ts';
+
+const CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
 
 // The data module under measurement runs as in production: its own process, started by the
 // `platform` command, so the benchmark's own allocations and queries never share its heap or
@@ -12,6 +14,8 @@ export interface DataProcess {
   url: string;
   /** Resident memory of the data module's process now, in MB (Linux /proc). */
   rssMb(): number;
+  /** CPU time the data module's process has used so far (user + system), in ms (Linux /proc). */
+  cpuMs(): number;
   stop(): Promise<void>;
 }
 
@@ -50,6 +54,11 @@ export async function startDataProcess(
   }
   return {
     url,
+    cpuMs: () => {
+      // Fields 14 and 15 of /proc/<pid>/stat (utime, stime), counted after the command's ')'.
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+    },
     rssMb: () => {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;

@@ -60,9 +60,12 @@ async function timed(runs: number, once: (i: number) => Promise<number>) {
 
 /**
  * Requests over HTTP from the client process (client.ts), timed to the last byte of the body
- * (what wrk or autocannon report) and, beside it, including the client's JSON.parse of the body.
+ * (what wrk or autocannon report) and, beside it, including the client's JSON.parse of the body;
+ * and the data module's CPU time per request (warm-ups included), which the machine's noise
+ * moves far less than the latencies.
  */
 async function timedRequests(
+  server: DataProcess,
   client: ChildProcess,
   runs: number,
   url: (i: number) => string,
@@ -70,6 +73,7 @@ async function timedRequests(
 ) {
   const warmUp = 3;
   const urls = Array.from({ length: warmUp + runs }, (_, i) => url(i));
+  const cpuBefore = server.cpuMs();
   client.send({ urls, token, warmUp });
   const result = await new Promise<{
     ok: boolean;
@@ -80,6 +84,7 @@ async function timedRequests(
   }>((resolve) => client.once('message', resolve));
   if (!result.ok) throw new Error(result.error);
   return {
+    serverCpuMs: (server.cpuMs() - cpuBefore) / urls.length,
     ...summarize(result.toLastByte),
     parsed: summarize(result.withParse),
     points: result.points,
@@ -197,11 +202,12 @@ async function main() {
     try {
       log('');
       log(
-        '| hours | intervalSeconds | points | endpoint p50 / p95 (ms) | endpoint + client JSON.parse p50 / p95 (ms) | raw time_bucket p50 / p95 (ms) | generate_series + first row p50 / p95 (ms) | speed-up (p95 vs raw) |',
+        '| hours | intervalSeconds | points | endpoint p50 / p95 (ms) | endpoint + client JSON.parse p50 / p95 (ms) | data module CPU per request (ms) | raw time_bucket p50 / p95 (ms) | generate_series + first row p50 / p95 (ms) | speed-up p50 / p95 vs raw |',
       );
-      log('|---:|---:|---:|---:|---:|---:|---:|---:|');
+      log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const [hours, seconds] of CASES) {
         const endpoint = await timedRequests(
+          server,
           client,
           requests,
           (i) =>
@@ -219,14 +225,16 @@ async function main() {
             (await seriesJoin(runtime.pool, codes[i % codes.length]!, hours, seconds)).length,
         );
         log(
-          `| ${hours} | ${seconds} | ${endpoint.points} | ${f(endpoint)} | ${f(endpoint.parsed)} | ${f(raw)} | ${f(series)} | ${(raw.p95 / endpoint.p95).toFixed(1)}× |`,
+          `| ${hours} | ${seconds} | ${endpoint.points} | ${f(endpoint)} | ${f(endpoint.parsed)} | ${endpoint.serverCpuMs.toFixed(1)} | ${f(raw)} | ${f(series)} | ${(raw.p50 / endpoint.p50).toFixed(1)}× / ${(raw.p95 / endpoint.p95).toFixed(1)}× |`,
         );
       }
 
       log('');
       log('Analyst route (/data/candles, full OHLCV):');
-      log('| query | points | p50 / p95 (ms) | + client JSON.parse p50 / p95 (ms) |');
-      log('|---|---:|---:|---:|');
+      log(
+        '| query | points | p50 / p95 (ms) | + client JSON.parse p50 / p95 (ms) | data module CPU per request (ms) |',
+      );
+      log('|---|---:|---:|---:|---:|');
       for (const query of [
         'hours=8760&interval=1h',
         'hours=8760&interval=1d&tz=Europe/Berlin&fill=previous',
@@ -234,12 +242,15 @@ async function main() {
         'hours=168&interval=90',
       ]) {
         const result = await timedRequests(
+          server,
           client,
           requests,
           (i) => `${server.url}/data/candles/${codes[i % codes.length]}?${query}`,
           token,
         );
-        log(`| \`${query}\` | ${result.points} | ${f(result)} | ${f(result.parsed)} |`);
+        log(
+          `| \`${query}\` | ${result.points} | ${f(result)} | ${f(result.parsed)} | ${result.serverCpuMs.toFixed(1)} |`,
+        );
       }
 
       log('');
