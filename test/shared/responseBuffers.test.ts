@@ -20,6 +20,16 @@ test('a Buffer given back serves any later size it can hold, and larger sizes ge
   expect(buffers.take(10)).toBe(buffer);
 });
 
+test('a small answer takes the smallest idle Buffer that fits, leaving the large ones', () => {
+  const buffers = new ResponseBuffers(4, 4 * 1024 * 1024);
+  const large = buffers.take(2 * 1024 * 1024);
+  const small = buffers.take(10);
+  buffers.giveBack(large);
+  buffers.giveBack(small);
+  expect(buffers.take(10)).toBe(small);
+  expect(buffers.take(10)).toBe(large);
+});
+
 test('what is kept idle stays bounded in count and size, and a Buffer is kept once', () => {
   const buffers = new ResponseBuffers(2, 256 * 1024);
   const large = buffers.take(300 * 1024);

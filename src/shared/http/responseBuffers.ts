@@ -19,7 +19,13 @@ export class ResponseBuffers {
 
   /** A Buffer of at least `size` bytes that no one else holds until it is given back. */
   take(size: number): Buffer {
-    const index = this.free.findIndex((buffer) => buffer.length >= size);
+    // The smallest idle one that fits, so that the large ones stay for large answers.
+    let index = -1;
+    this.free.forEach((buffer, i) => {
+      if (buffer.length >= size && (index < 0 || buffer.length < this.free[index]!.length)) {
+        index = i;
+      }
+    });
     if (index >= 0) return this.free.splice(index, 1)[0]!;
     // Powers of two, so that answers of similar sizes share Buffers.
     let capacity = 64 * 1024;
