@@ -19,10 +19,14 @@ export interface DataProcess {
   stop(): Promise<void>;
 }
 
-/** Starts the data module of this tree, or of another checkout given its `platform` command. */
+/**
+ * Starts the data module of this tree, or of another checkout given its `platform` command,
+ * with `env` over the benchmark's own settings.
+ */
 export async function startDataProcess(
   databaseUrl: string,
   platformBin = PLATFORM_BIN,
+  env: Record<string, string> = {},
 ): Promise<DataProcess> {
   const port = await freePort();
   const child = spawn(
@@ -36,6 +40,7 @@ export async function startDataProcess(
         DATA_PORT: String(port),
         LOG_LEVEL: 'warn',
         HISTORY_MAX_POINTS: '50000',
+        ...env,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     },

@@ -6,7 +6,9 @@
 // generates the history once (kept between runs), lets the rollups catch up, then times the
 // contract's history route, served by the data module in its own process (`platform start --role
 // data`) and requested from another (client.ts), beside two baselines computed in SQL from the
-// raw rows.
+// raw rows. Two data processes answer: one with its cache of settled runs warm (one pass over
+// the currencies first), and one with the cache off (HISTORY_CACHE_MB=0), which is what a cold
+// cache costs.
 import { fork, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { sql, type DatabasePool } from 'slonik';
@@ -70,8 +72,8 @@ async function timedRequests(
   runs: number,
   url: (i: number) => string,
   token: string,
+  warmUp = 3,
 ) {
-  const warmUp = 3;
   const urls = Array.from({ length: warmUp + runs }, (_, i) => url(i));
   const cpuBefore = server.cpuMs();
   client.send({ urls, token, warmUp });
@@ -197,22 +199,35 @@ async function main() {
       ON CONFLICT (code) DO NOTHING
     `);
     const server = await startDataProcess(config.DATABASE_URL);
+    const uncached = await startDataProcess(config.DATABASE_URL, undefined, {
+      HISTORY_CACHE_MB: '0',
+    });
     const { token } = await createToken(runtime.pool, `bench-${Date.now()}`, ['read']);
     const client = fork(new URL('./client.ts', import.meta.url), { stdio: 'inherit' });
+    /** The same requests to the cached data process after a pass over every currency, and to the uncached one. */
+    const bothWays = async (url: (base: string, i: number) => string) => ({
+      warm: await timedRequests(
+        server,
+        client,
+        requests,
+        (i) => url(server.url, i),
+        token,
+        codes.length,
+      ),
+      off: await timedRequests(uncached, client, requests, (i) => url(uncached.url, i), token),
+    });
+    const speedUp = (raw: { p50: number; p95: number }, got: { p50: number; p95: number }) =>
+      `${(raw.p50 / got.p50).toFixed(1)}× / ${(raw.p95 / got.p95).toFixed(1)}×`;
     try {
       log('');
       log(
-        '| hours | intervalSeconds | points | endpoint p50 / p95 (ms) | endpoint + client JSON.parse p50 / p95 (ms) | data module CPU per request (ms) | raw time_bucket p50 / p95 (ms) | generate_series + first row p50 / p95 (ms) | speed-up p50 / p95 vs raw |',
+        '| hours | intervalSeconds | points | endpoint, cache warm p50 / p95 (ms) | + client JSON.parse p50 / p95 (ms) | data module CPU per request (ms) | endpoint, cache off p50 / p95 (ms) | data module CPU per request, cache off (ms) | raw time_bucket p50 / p95 (ms) | generate_series + first row p50 / p95 (ms) | speed-up p50 / p95 vs raw, cache warm | cache off |',
       );
-      log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+      log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const [hours, seconds] of CASES) {
-        const endpoint = await timedRequests(
-          server,
-          client,
-          requests,
-          (i) =>
-            `${server.url}/data/currency/history/${codes[i % codes.length]}?hours=${hours}&intervalSeconds=${seconds}`,
-          token,
+        const { warm, off } = await bothWays(
+          (base, i) =>
+            `${base}/data/currency/history/${codes[i % codes.length]}?hours=${hours}&intervalSeconds=${seconds}`,
         );
         const raw = await timed(
           baselineRequests,
@@ -225,31 +240,27 @@ async function main() {
             (await seriesJoin(runtime.pool, codes[i % codes.length]!, hours, seconds)).length,
         );
         log(
-          `| ${hours} | ${seconds} | ${endpoint.points} | ${f(endpoint)} | ${f(endpoint.parsed)} | ${endpoint.serverCpuMs.toFixed(1)} | ${f(raw)} | ${f(series)} | ${(raw.p50 / endpoint.p50).toFixed(1)}× / ${(raw.p95 / endpoint.p95).toFixed(1)}× |`,
+          `| ${hours} | ${seconds} | ${warm.points} | ${f(warm)} | ${f(warm.parsed)} | ${warm.serverCpuMs.toFixed(1)} | ${f(off)} | ${off.serverCpuMs.toFixed(1)} | ${f(raw)} | ${f(series)} | ${speedUp(raw, warm)} | ${speedUp(raw, off)} |`,
         );
       }
 
       log('');
       log('Analyst route (/data/candles, full OHLCV):');
       log(
-        '| query | points | p50 / p95 (ms) | + client JSON.parse p50 / p95 (ms) | data module CPU per request (ms) |',
+        '| query | points | cache warm p50 / p95 (ms) | + client JSON.parse p50 / p95 (ms) | data module CPU per request (ms) | cache off p50 / p95 (ms) | data module CPU per request, cache off (ms) |',
       );
-      log('|---|---:|---:|---:|---:|');
+      log('|---|---:|---:|---:|---:|---:|---:|');
       for (const query of [
         'hours=8760&interval=1h',
         'hours=8760&interval=1d&tz=Europe/Berlin&fill=previous',
         'hours=720&interval=4h&tz=America/New_York&fill=linear',
         'hours=168&interval=90',
       ]) {
-        const result = await timedRequests(
-          server,
-          client,
-          requests,
-          (i) => `${server.url}/data/candles/${codes[i % codes.length]}?${query}`,
-          token,
+        const { warm, off } = await bothWays(
+          (base, i) => `${base}/data/candles/${codes[i % codes.length]}?${query}`,
         );
         log(
-          `| \`${query}\` | ${result.points} | ${f(result)} | ${f(result.parsed)} | ${result.serverCpuMs.toFixed(1)} |`,
+          `| \`${query}\` | ${warm.points} | ${f(warm)} | ${f(warm.parsed)} | ${warm.serverCpuMs.toFixed(1)} | ${f(off)} | ${off.serverCpuMs.toFixed(1)} |`,
         );
       }
 
@@ -263,6 +274,7 @@ async function main() {
     } finally {
       client.send('exit');
       await server.stop();
+      await uncached.stop();
     }
   } finally {
     await bulkPool.end();

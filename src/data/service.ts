@@ -6,6 +6,7 @@ import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { createScopeGuard } from './auth.ts';
 import { readRollupStatus } from './history/rollupState.ts';
+import { RunCache } from './history/runCache.ts';
 import { registerCandleRoutes } from './routes/candles/candleRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
 import { registerPriceBulkRoutes } from './routes/prices/bulkRoutes.ts';
@@ -23,6 +24,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
     pool: runtime.pool,
     requireScope,
     maxPoints: runtime.config.HISTORY_MAX_POINTS,
+    historyCache: new RunCache(runtime.config.HISTORY_CACHE_MB * 1024 * 1024),
     bulk: {
       maxItems: runtime.config.SIGNAL_BULK_MAX_ITEMS,
       maxBytes: runtime.config.SIGNAL_BULK_MAX_BYTES,

@@ -105,6 +105,15 @@ export const configSchema = z.object({
     .min(1)
     .default(50000)
     .describe('Most points one history answer may hold; larger requests go to the export route.'),
+  HISTORY_CACHE_MB: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65_536)
+    .default(256)
+    .describe(
+      'Megabytes of formatted history the data module keeps for answers read from materialised rollups (least recently used go first; 0 turns it off).',
+    ),
   ROLLUP_SETTLE_SECONDS: z.coerce
     .number()
     .int()

@@ -6,7 +6,9 @@ import {
   queryCandlesJson,
   queryOpensJson,
   type CandleRequest,
+  type JsonAnswer,
 } from '../../src/data/history/candleQuery.ts';
+import { RunCache } from '../../src/data/history/runCache.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';
@@ -39,22 +41,35 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
   const dataEnd = now - 10 * MINUTE;
   let candles: Candle[] = [];
 
-  /** The candles as the analyst route answers them (JSON built in SQL), parsed. */
-  async function answer(request: CandleRequest) {
-    const json = await queryCandlesJson(runtime.pool, request);
-    const rows = JSON.parse(json.pieces.join('')) as unknown[];
-    expect(json.empty).toBe(rows.length === 0);
+  // Settled runs are kept as the routes keep them, so every answer below is checked both as
+  // computed and as served again from the cache, and across backfills.
+  const cache = new RunCache(64 * 1024 * 1024);
+
+  /** The JSON answer, asked twice: the second time settled runs come from the cache. */
+  async function parsedTwice(ask: () => Promise<JsonAnswer>) {
+    const first = await ask();
+    const [hitsBefore, missesBefore] = [cache.hits, cache.misses];
+    const second = await ask();
+    const text = first.pieces.join('');
+    expect(second.pieces.join('')).toBe(text);
+    expect(second.empty).toBe(first.empty);
+    // Every settled run the first answer computed was kept: the second finds them all.
+    expect(cache.misses).toBe(missesBefore);
+    const kept = second.pieces.filter((piece) => Buffer.isBuffer(piece)).length;
+    expect(cache.hits - hitsBefore).toBeGreaterThanOrEqual(kept);
+    const rows = JSON.parse(text) as unknown[];
+    expect(first.empty).toBe(rows.length === 0);
     return rows;
   }
+
+  /** The candles as the analyst route answers them (JSON built in SQL), parsed. */
+  const answer = (request: CandleRequest) =>
+    parsedTwice(() => queryCandlesJson(runtime.pool, request, { cache }));
   const ask = (request: Omit<CandleRequest, 'fill'>) => answer({ ...request, fill: 'none' });
 
   /** The contract history route's answer (each bucket's open), parsed. */
-  async function opens(request: Omit<CandleRequest, 'fill'>) {
-    const json = await queryOpensJson(runtime.pool, request);
-    const rows = JSON.parse(json.pieces.join('')) as unknown[];
-    expect(json.empty).toBe(rows.length === 0);
-    return rows;
-  }
+  const opens = (request: Omit<CandleRequest, 'fill'>) =>
+    parsedTwice(() => queryOpensJson(runtime.pool, request, { cache }));
 
   async function write(batch: Candle[]) {
     for (let i = 0; i < batch.length; i += 5000) {
@@ -198,8 +213,56 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
     }
   });
 
+  test('prices written after an answer show in the next one', async () => {
+    // Like the harvester's: a new price, unmarked, in the last full minute, which continuous
+    // aggregates serve in real time and the rollup tables from the raw rows.
+    const end = Math.floor(Date.now() / MINUTE) * MINUTE;
+    const window = { code: 'XRP', from: new Date(end - 6 * HOUR), to: new Date(end) };
+    const expectExact = async () => {
+      for (const seconds of [60, 300, 3600]) {
+        const expected = bruteForceCandles(candles, 'XRP', seconds, end - 6 * HOUR, end);
+        expect({ seconds, rows: await ask({ ...window, intervalSeconds: seconds }) }).toEqual({
+          seconds,
+          rows: expected,
+        });
+      }
+    };
+    await expectExact();
+    const late: Candle = { code: 'XRP', time: new Date(end - MINUTE + 7_000), open: 1234.5 };
+    await insertCandles(runtime.pool, [late]);
+    candles = [...candles, { ...late, high: 1234.5, low: 1234.5, close: 1234.5, volume: 0 }];
+    await expectExact();
+  });
+
   test('a backfill into an already rolled-up range is exact before and after the refresh', async () => {
     const next = random(4);
+    const check = async () => {
+      for (const code of ['BTC', 'ETH']) {
+        for (const seconds of [60, 3600, 86_400, 7200, 45]) {
+          const window = [dataStart - HOUR, now] as const;
+          const request = {
+            code,
+            from: new Date(window[0]),
+            to: new Date(window[1]),
+            intervalSeconds: seconds,
+          };
+          const expected = bruteForceCandles(candles, code, seconds, ...window);
+          expect({ code, seconds, rows: await ask(request) }).toEqual({
+            code,
+            seconds,
+            rows: expected,
+          });
+          expect({ code, seconds, opens: await opens(request) }).toEqual({
+            code,
+            seconds,
+            opens: expected.map((c) => ({ timestamp: c.timestamp, value: c.open })),
+          });
+        }
+      }
+    };
+    const hitsBefore = cache.hits;
+    await check(); // the settled runs of these windows are now in the cache
+    expect(cache.hits - hitsBefore).toBeGreaterThan(20);
     const from = dataStart + 2 * DAY + 3 * HOUR;
     // New candles between the existing ones, and corrections of existing candles.
     const added = randomCandles(99, ['BTC'], from, from + 5 * HOUR).map((c) => ({
@@ -245,24 +308,6 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
     for (const c of [...added, ...corrected]) byKey.set(`${c.code}|${c.time.getTime()}`, c);
     candles = [...byKey.values()];
 
-    const check = async () => {
-      for (const code of ['BTC', 'ETH']) {
-        for (const seconds of [60, 3600, 86_400, 7200, 45]) {
-          const window = [dataStart - HOUR, now] as const;
-          const got = await ask({
-            code,
-            from: new Date(window[0]),
-            to: new Date(window[1]),
-            intervalSeconds: seconds,
-          });
-          expect({ code, seconds, rows: got }).toEqual({
-            code,
-            seconds,
-            rows: bruteForceCandles(candles, code, seconds, ...window),
-          });
-        }
-      }
-    };
     await check(); // pending invalidations: the planner reads the touched ranges from below
     const result = await refresh();
     expect(result.invalidationsConsumed).toBe(2);
@@ -270,6 +315,7 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
       sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM price_invalidations`,
     );
     expect(pending).toBe(0);
-    await check(); // recomputed rollups
+    // Recomputed rollups: a new revision, so nothing kept from before the backfill is served.
+    await check();
   }, 120_000);
 });

@@ -2,12 +2,14 @@ import { describe, expect, test } from '@jest/globals';
 import type { CandleRequest } from '../../src/data/history/candleQuery.ts';
 import type { Segment } from '../../src/data/history/planner.ts';
 import {
-  bucketRuns,
+  groupRuns,
   isCuttable,
   jsonArrayPieces,
   MIN_BUCKETS_TO_SPLIT,
+  planRuns,
   RUN_BUCKETS,
-  splitWindow,
+  type Run,
+  type SettledSegment,
 } from '../../src/data/history/windowParts.ts';
 
 const HOUR = 3_600_000;
@@ -32,49 +34,15 @@ const plan: Segment[] = [
   { source: 'raw', start: to - 30 * 60_000, end: to },
 ];
 
-describe('splitWindow', () => {
-  test('cuts a long UTC window at a bucket boundary into parts that cover it exactly', () => {
-    const parts = splitWindow(request(), plan);
-    expect(parts).toHaveLength(2);
-    const cut = parts[0]!.request.to.getTime();
-    expect(cut % HOUR).toBe(0);
-    expect(Math.abs(cut - (from + to) / 2)).toBeLessThan(HOUR);
-    expect(parts[0]!.request.from.getTime()).toBe(from);
-    expect(parts[1]!.request.from.getTime()).toBe(cut);
-    expect(parts[1]!.request.to.getTime()).toBe(to);
-    // The segments of the parts, laid end to end, are the plan's, cut once more at the boundary.
-    const laid = parts.flatMap((part) => part.segments);
-    expect(laid.map((s) => [s.source, s.start, s.end])).toEqual([
-      ['raw', from, from + 18_000],
-      ['1m', from + 18_000, Date.UTC(2025, 10, 22, 10)],
-      ['1h', Date.UTC(2025, 10, 22, 10), cut],
-      ['1h', cut, to - 30 * 60_000],
-      ['raw', to - 30 * 60_000, to],
-    ]);
-  });
+/** The plan with its rollup sources settled, as materialised rollup tables are. */
+const settled = (segments: Segment[]): SettledSegment[] =>
+  segments.map((segment) => ({ ...segment, settled: segment.source !== 'raw' }));
 
-  test('cuts on the grid shifted by origin and offset', () => {
-    const origin = new Date(Date.UTC(2024, 0, 1, 0, 17));
-    const parts = splitWindow(request({ origin, offsetSeconds: 60 }), plan);
-    const cut = parts[0]!.request.to.getTime();
-    expect((cut - origin.getTime() - 60_000) % HOUR).toBe(0);
-  });
+/** How many buckets of width `width` starting at grid + k·width overlap [start, end). */
+const bucketsIn = (start: number, end: number, width: number, grid: number) =>
+  Math.floor((end - 1 - grid) / width) - Math.floor((start - grid) / width) + 1;
 
-  test('leaves short windows, zones and carrying fills whole', () => {
-    const short = request({ to: new Date(from + (MIN_BUCKETS_TO_SPLIT - 1) * HOUR) });
-    expect(splitWindow(short, plan)).toHaveLength(1);
-    expect(splitWindow(request({ timeZone: 'Europe/Berlin' }), plan)).toHaveLength(1);
-    expect(splitWindow(request({ fill: 'previous' }), plan)).toHaveLength(1);
-    expect(splitWindow(request({ fill: 'linear' }), plan)).toHaveLength(1);
-    expect(splitWindow(request({ fill: 'null' }), plan)).toHaveLength(2);
-  });
-});
-
-describe('bucketRuns', () => {
-  /** How many buckets of width `width` starting at grid + k·width overlap [start, end). */
-  const bucketsIn = (start: number, end: number, width: number, grid: number) =>
-    Math.floor((end - 1 - grid) / width) - Math.floor((start - grid) / width) + 1;
-
+describe('planRuns', () => {
   test.each([
     ['a year at one hour', request(), 0],
     ['a week at 90 s', request({ intervalSeconds: 90, to: new Date(from + 168 * HOUR) }), 0],
@@ -84,25 +52,56 @@ describe('bucketRuns', () => {
       Date.UTC(2024, 0, 1, 0, 18),
     ],
   ])('%s: runs cover the window end to end, cut on the grid, none too long', (_, r, grid) => {
-    const runs = bucketRuns(r);
+    const runs = planRuns(r, settled(plan));
     const width = r.intervalSeconds * 1000;
-    expect(runs[0]![0]).toBe(r.from.getTime());
-    expect(runs.at(-1)![1]).toBe(r.to.getTime());
-    for (const [i, [start, end]] of runs.entries()) {
-      expect(end).toBeGreaterThan(start);
+    expect(runs[0]!.start).toBe(r.from.getTime());
+    expect(runs.at(-1)!.end).toBe(r.to.getTime());
+    for (const [i, run] of runs.entries()) {
+      expect(run.end).toBeGreaterThan(run.start);
       if (i > 0) {
-        expect(start).toBe(runs[i - 1]![1]);
-        expect((start - grid) % width).toBe(0);
+        expect(run.start).toBe(runs[i - 1]!.end);
+        expect((run.start - grid) % width).toBe(0);
       }
-      expect(bucketsIn(start, end, width, grid)).toBeLessThanOrEqual(RUN_BUCKETS);
+      expect(bucketsIn(run.start, run.end, width, grid)).toBeLessThanOrEqual(RUN_BUCKETS);
     }
-    const total = bucketsIn(r.from.getTime(), r.to.getTime(), width, grid);
-    expect(runs).toHaveLength(Math.ceil(total / RUN_BUCKETS));
   });
 
-  test('a window shorter than a run is one run', () => {
-    const short = request({ to: new Date(from + 30 * HOUR) });
-    expect(bucketRuns(short)).toEqual([[from, from + 30 * HOUR]]);
+  test('cuts fall on a grid fixed in time, so windows of the same grid share their runs', () => {
+    const first = planRuns(request(), settled(plan));
+    const later = request({ from: new Date(from + 7 * HOUR), to: new Date(to + 7 * HOUR) });
+    const laterPlan = plan.map((s) => ({ ...s, start: s.start + 7 * HOUR, end: s.end + 7 * HOUR }));
+    const second = planRuns(later, settled(laterPlan));
+    const block = RUN_BUCKETS * HOUR;
+    const whole = (runs: Run[]) =>
+      runs.filter((run) => run.settled && run.end - run.start === block).map((r) => r.start);
+    for (const start of whole(first)) expect(start % block).toBe(0);
+    const shared = whole(first).filter((start) => whole(second).includes(start));
+    expect(shared.length).toBeGreaterThanOrEqual(whole(first).length - 1);
+    expect(shared.length).toBeGreaterThan(10);
+  });
+
+  test('a run is settled only when every source it reads is; the cuts around a change are on the grid', () => {
+    const runs = planRuns(request(), settled(plan));
+    // The first bucket starts before the window's first full hour and reads raw rows.
+    expect(runs[0]).toEqual({ start: from, end: Date.UTC(2025, 10, 22, 10), settled: false });
+    // The last half hour is raw: the bucket where it starts is a run of its own, and the
+    // window's last, partial bucket another; neither is settled.
+    const change = to - 30 * 60_000;
+    const bucket = change - (change % HOUR);
+    expect(runs.slice(-2)).toEqual([
+      { start: bucket, end: bucket + HOUR, settled: false },
+      { start: bucket + HOUR, end: to, settled: false },
+    ]);
+    expect(runs.slice(1, -2).every((run) => run.settled)).toBe(true);
+  });
+
+  test('a window shorter than a run is one run, or the pieces its sources make', () => {
+    const start = Date.UTC(2025, 10, 22, 10);
+    const short = request({ from: new Date(start), to: new Date(start + 30 * HOUR) });
+    const hourly: Segment[] = [{ source: '1h', start, end: start + 30 * HOUR }];
+    expect(planRuns(short, settled(hourly))).toEqual([
+      { start, end: start + 30 * HOUR, settled: true },
+    ]);
   });
 
   test('only windows on a UTC grid without carried values are cuttable', () => {
@@ -111,6 +110,25 @@ describe('bucketRuns', () => {
     expect(isCuttable(request({ timeZone: 'Europe/Berlin' }))).toBe(false);
     expect(isCuttable(request({ fill: 'previous' }))).toBe(false);
     expect(isCuttable(request({ fill: 'linear' }))).toBe(false);
+  });
+});
+
+describe('groupRuns', () => {
+  const runsOf = (r: CandleRequest) => planRuns(r, settled(plan));
+
+  test('splits many buckets into two groups of consecutive runs of about as many buckets', () => {
+    const runs = runsOf(request());
+    const groups = groupRuns(runs, request());
+    expect(groups).toHaveLength(2);
+    expect(groups.flat()).toEqual(runs);
+    const hours = groups.map((g) => g.reduce((sum, run) => sum + (run.end - run.start) / HOUR, 0));
+    expect(Math.abs(hours[0]! - hours[1]!)).toBeLessThanOrEqual(RUN_BUCKETS);
+  });
+
+  test('leaves fewer buckets than MIN_BUCKETS_TO_SPLIT in one group, and nothing as nothing', () => {
+    const short = request({ to: new Date(from + (MIN_BUCKETS_TO_SPLIT - 1) * HOUR) });
+    expect(groupRuns(runsOf(short), short)).toHaveLength(1);
+    expect(groupRuns([], request())).toEqual([]);
   });
 });
 

@@ -2,7 +2,6 @@ import {
   sql,
   type DatabasePool,
   type DatabaseTransactionConnection,
-  type QuerySqlToken,
   type SqlToken as SqlFragment,
 } from 'slonik';
 import { z } from 'zod';
@@ -17,14 +16,19 @@ import {
   type Segment,
 } from './planner.ts';
 import { readFillSeeds, type FillSeeds, type SeedPoint } from './fillSeeds.ts';
-import { readFreshness, rollupMode } from './rollupState.ts';
+import { readFreshness, rollupMode, type Freshness } from './rollupState.ts';
+import type { RunCache } from './runCache.ts';
 import { zoneOffsetSeconds, zoneOffsetsOver } from './timeZones.ts';
 import {
-  bucketRuns,
+  clip,
+  gridOrigin,
+  groupRuns,
   isCuttable,
   jsonArrayPieces,
+  planRuns,
   RUN_BUCKETS,
-  splitWindow,
+  type Run,
+  type SettledSegment,
 } from './windowParts.ts';
 
 export type FillMode = 'none' | 'null' | 'previous' | 'linear';
@@ -62,7 +66,7 @@ const EPOCH_MS = sql.fragment`(extract(epoch FROM bucket) * 1000)::float8`;
 
 /** A whole answer as the JSON text of a response body, in pieces to write one after another. */
 export interface JsonAnswer {
-  pieces: string[];
+  pieces: Array<string | Buffer>;
   /** No bucket holds an observation or a filled value (the routes answer 204). */
   empty: boolean;
 }
@@ -146,7 +150,7 @@ export async function planRequest(
   pool: DatabasePool,
   request: CandleRequest,
   options: { requireCurrency?: boolean } = {},
-): Promise<{ mode: RollupMode; segments: Segment[]; seeds: FillSeeds }> {
+): Promise<Plan> {
   const mode = await rollupMode(pool);
   const [freshness, seeds] = await Promise.all([
     readFreshness(pool, mode, request.code, request.from, request.to),
@@ -161,7 +165,15 @@ export async function planRequest(
     levels,
     boundStale(freshness),
   );
-  return { mode, segments, seeds };
+  return { mode, segments, seeds, freshness };
+}
+
+/** How a window is answered: its sources, the values a fill carries in, and the rollups' state. */
+export interface Plan {
+  mode: RollupMode;
+  segments: Segment[];
+  seeds: FillSeeds;
+  freshness: Freshness;
 }
 
 function boundStale(freshness: RollupFreshness): RollupFreshness {
@@ -176,6 +188,8 @@ function boundStale(freshness: RollupFreshness): RollupFreshness {
 export interface QueryOptions {
   /** Answer 404 for a code missing from the currency list (checked in the planner's round trip). */
   requireCurrency?: boolean;
+  /** Where settled runs of JSON answers are kept between requests; none: always computed. */
+  cache?: RunCache;
 }
 
 /** OHLCV candles of one currency, ascending, gap-filled as asked, as the JSON text of a body. */
@@ -184,10 +198,9 @@ export async function queryCandlesJson(
   request: CandleRequest,
   options: QueryOptions = {},
 ): Promise<JsonAnswer> {
-  const { segments, seeds } = await planRequest(pool, request, options);
-  return jsonInParts(pool, request, segments, (part, partSegments) =>
-    candleJsonQuery(part, partSegments, seeds),
-  );
+  const plan = await planRequest(pool, request, options);
+  if (!isCuttable(request)) return wholeJson(pool, request, plan);
+  return jsonByRuns(pool, request, plan, 'candle', options.cache);
 }
 
 /**
@@ -200,28 +213,103 @@ export async function queryOpensJson(
   options: QueryOptions = {},
 ): Promise<JsonAnswer> {
   const full = { ...request, fill: 'none' as const };
-  const { segments } = await planRequest(pool, full, options);
-  return jsonInParts(pool, full, segments, openJsonQuery);
+  const plan = await planRequest(pool, full, options);
+  return jsonByRuns(pool, full, plan, 'open', options.cache);
 }
 
-/** Runs a JSON answer's statement for each part of the window at once, and joins the parts. */
-async function jsonInParts(
+/** The item a JSON answer holds per bucket: a whole candle, or the contract's open. */
+type ItemShape = 'candle' | 'open';
+
+/**
+ * An answer on a fixed UTC grid, run by run (see planRuns): settled runs come from the cache
+ * when it holds them, the others are computed in up to two statements at once, and the settled
+ * ones among those are kept.
+ */
+async function jsonByRuns(
   pool: DatabasePool,
   request: CandleRequest,
-  segments: Segment[],
-  build: (request: CandleRequest, segments: Segment[]) => QuerySqlToken<typeof jsonChunk>,
+  plan: Plan,
+  shape: ItemShape,
+  cache: RunCache | undefined,
 ): Promise<JsonAnswer> {
-  const parts = await Promise.all(
-    splitWindow(request, segments).map((part) => {
-      const query = build(part.request, part.segments);
-      return withZoneErrors(request, () =>
-        needsSortedGrouping(part.request, part.segments)
-          ? sortedGrouping(pool, (tx) => tx.any(query))
-          : pool.any(query),
-      );
+  const runs = planRuns(request, settledParts(plan.segments, plan.freshness));
+  const keys = runs.map((run) => (cache && run.settled ? runKey(request, shape, plan, run) : null));
+  const texts: Array<{ items: string | Buffer; empty: boolean } | undefined> = keys.map((key) =>
+    key === null ? undefined : cache!.get(key),
+  );
+  const missing = runs.flatMap((run, index) => (texts[index] ? [] : [{ run, index }]));
+  const groups = groupRuns(
+    missing.map((m) => m.run),
+    request,
+  );
+  const computed = await Promise.all(
+    groups.map((group) => {
+      const segments = clip(plan.segments, group[0]!.start, group.at(-1)!.end);
+      const query = runsQuery(group, perRunQuery(request, segments, plan.seeds, shape));
+      return withZoneErrors(request, () => pool.any(query));
     }),
   );
-  const chunks = parts.flat();
+  for (const [i, chunk] of computed.flat().entries()) {
+    const { index } = missing[i]!;
+    texts[index] = chunk;
+    const key = keys[index];
+    if (key) cache!.set(key, { items: Buffer.from(chunk.items, 'utf8'), empty: chunk.empty });
+  }
+  return {
+    pieces: jsonArrayPieces(texts.map((text) => text!.items)),
+    empty: texts.every((text) => text!.empty),
+  };
+}
+
+/**
+ * The plan's segments cut where their rows stop being materialised rollup rows, which change
+ * only with the currency's revision: raw rows take new writes at any time, and continuous
+ * aggregates compute buckets past their materialisation watermark in real time.
+ */
+function settledParts(segments: Segment[], freshness: Freshness): SettledSegment[] {
+  return segments.flatMap((segment) => {
+    if (segment.source === 'raw') return [{ ...segment, settled: false }];
+    const horizon = freshness.materialised[segment.source] ?? -Infinity;
+    return [
+      { ...segment, end: Math.min(segment.end, horizon), settled: true },
+      { ...segment, start: Math.max(segment.start, horizon), settled: false },
+    ].filter((part) => part.start < part.end);
+  });
+}
+
+/** Everything a settled run's text depends on: its grid, bounds, sources and revision. */
+function runKey(request: CandleRequest, shape: ItemShape, plan: Plan, run: Run): string {
+  const sources = clip(plan.segments, run.start, run.end)
+    .map((segment) => `${segment.source}:${segment.start}-${segment.end}`)
+    .join(',');
+  return [
+    shape,
+    request.fill,
+    request.code,
+    request.intervalSeconds,
+    gridOrigin(request),
+    run.start,
+    run.end,
+    plan.freshness.revision,
+    sources,
+  ].join('|');
+}
+
+/** A window answered in one statement (zones, carrying fills), its rows numbered into runs. */
+async function wholeJson(
+  pool: DatabasePool,
+  request: CandleRequest,
+  plan: Plan,
+): Promise<JsonAnswer> {
+  const query = numberedRunsQuery(
+    sql.fragment`SELECT bucket, ${CANDLE_IS_EMPTY} AS is_empty, ${CANDLE_ITEM} AS item
+      FROM (${answerRows(request, plan.segments, plan.seeds)}) AS candle`,
+  );
+  const chunks = await withZoneErrors(request, () =>
+    needsSortedGrouping(request, plan.segments)
+      ? sortedGrouping(pool, (tx) => tx.any(query))
+      : pool.any(query),
+  );
   return {
     pieces: jsonArrayPieces(chunks.map((chunk) => chunk.items)),
     empty: chunks.every((chunk) => chunk.empty),
@@ -229,11 +317,10 @@ async function jsonInParts(
 }
 
 /**
- * Whether one statement re-buckets enough buckets for a hash aggregate to spill: never when it
- * answers run by run (a run holds at most RUN_BUCKETS), else when the merged span is long.
+ * Whether one statement re-buckets enough buckets for a hash aggregate to spill (answers run by
+ * run never do: a run holds at most RUN_BUCKETS).
  */
 function needsSortedGrouping(request: CandleRequest, segments: Segment[]): boolean {
-  if (isCuttable(request)) return false;
   const merged = segments.filter((segment) => !passesThrough(request, segment));
   const span = merged.reduce((sum, segment) => sum + (segment.end - segment.start), 0);
   return span / 1000 / request.intervalSeconds > RUN_BUCKETS;
@@ -357,42 +444,41 @@ export function candleQuery(request: CandleRequest, segments: Segment[], seeds: 
 }
 
 /**
- * The same answer as the route's JSON body, built by PostgreSQL in runs of buckets, and per run
- * whether it is empty (no bucket holds an observation or a filled value). For answers of
- * thousands of candles, formatting them in SQL costs a fraction of turning rows into objects and
- * serialising those.
+ * One run's JSON text as PostgreSQL builds it, bounded by RUN: a row (empty, items) with the
+ * run's items joined by commas, and whether none holds an observation or a filled value. For
+ * answers of thousands of buckets, formatting them in SQL costs a fraction of turning rows into
+ * objects and serialising those.
  */
-function candleJsonQuery(request: CandleRequest, segments: Segment[], seeds: FillSeeds) {
-  if (isCuttable(request)) {
-    return runsQuery(
-      request,
-      sql.fragment`
-        SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty, string_agg(${CANDLE_ITEM}, ',' ORDER BY bucket) AS items
-        FROM (${answerRows(request, segments, seeds, RUN)}) AS candle`,
-    );
+function perRunQuery(
+  request: CandleRequest,
+  segments: Segment[],
+  seeds: FillSeeds,
+  shape: ItemShape,
+): SqlFragment {
+  if (shape === 'open') {
+    return sql.fragment`
+      SELECT count(*) = 0 AS empty, string_agg(${OPEN_ITEM}, ',' ORDER BY bucket) AS items
+      FROM (${bucketRows(request, segments, 'open', RUN)}) AS buckets`;
   }
-  return numberedRunsQuery(
-    sql.fragment`SELECT bucket, ${CANDLE_IS_EMPTY} AS is_empty, ${CANDLE_ITEM} AS item
-      FROM (${answerRows(request, segments, seeds)}) AS candle`,
-  );
+  return sql.fragment`
+    SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty, string_agg(${CANDLE_ITEM}, ',' ORDER BY bucket) AS items
+    FROM (${answerRows(request, segments, seeds, RUN)}) AS candle`;
 }
 
 /**
- * An answer on a fixed UTC grid, run by run: each run of buckets (see bucketRuns) is computed
- * and aggregated on its own, its sources reading only its rows. Cheaper than numbering a whole
- * answer's rows and sorting them into runs, and no run groups enough buckets for a hash
- * aggregate to spill. `perRun` yields one row (empty, items) and bounds its sources by RUN.
+ * The given runs, each computed and aggregated on its own by `perRun` (its sources reading only
+ * its rows): one row per run, in order. Cheaper than numbering a whole answer's rows and
+ * sorting them into runs, and no run groups enough buckets for a hash aggregate to spill.
  */
-function runsQuery(request: CandleRequest, perRun: SqlFragment) {
-  const runs = bucketRuns(request);
-  const instants = (pick: 0 | 1) =>
+function runsQuery(runs: readonly Run[], perRun: SqlFragment) {
+  const instants = (pick: 'start' | 'end') =>
     sql.array(
       runs.map((run) => new Date(run[pick]).toISOString()),
       'timestamptz',
     );
   return sql.type(jsonChunk)`
     SELECT coalesce(answer.empty, true) AS empty, coalesce(answer.items, '') AS items
-    FROM unnest(${instants(0)}, ${instants(1)}) WITH ORDINALITY AS run(lo, hi, n)
+    FROM unnest(${instants('start')}, ${instants('end')}) WITH ORDINALITY AS run(lo, hi, n)
     CROSS JOIN LATERAL (${perRun}) AS answer
     ORDER BY run.n`;
 }
@@ -482,19 +568,6 @@ function answerRows(
            coalesce(open, line) AS open, coalesce(high, line) AS high,
            coalesce(low, line) AS low, coalesce(close, line) AS close, volume, count
     FROM interpolated`;
-}
-
-/**
- * The contract's history answer as JSON text: `[{timestamp, value}]`, value the bucket's open.
- * Its buckets are always on a UTC grid and never filled, so it is answered run by run.
- */
-function openJsonQuery(request: CandleRequest, segments: Segment[]) {
-  return runsQuery(
-    request,
-    sql.fragment`
-      SELECT count(*) = 0 AS empty, string_agg(${OPEN_ITEM}, ',' ORDER BY bucket) AS items
-      FROM (${bucketRows(request, segments, 'open', RUN)}) AS buckets`,
-  );
 }
 
 const AGGREGATES = {

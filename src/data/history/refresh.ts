@@ -113,13 +113,16 @@ async function refreshStep(
   `);
 
   const fresh = new Map<LevelName, number | null>();
+  const rewritten = new Set<string>();
   let caughtUp = invalidations.length < INVALIDATIONS_PER_STEP;
   for (const [index, level] of LEVELS.entries()) {
     const below = index === 0 ? null : LEVELS[index - 1]!;
     const width = level.seconds * 1000;
     const previous = old.get(level.name) ?? null;
     if (previous !== null) {
-      await recomputeRanges(tx, level, below, staleRanges(invalidations, width, previous));
+      const ranges = staleRanges(invalidations, width, previous);
+      await recomputeRanges(tx, level, below, ranges);
+      for (const range of ranges) rewritten.add(range.code);
     }
     const limit =
       below === null
@@ -150,7 +153,22 @@ async function refreshStep(
       WHERE level = ${level.name}
     `);
   }
+  await bumpRevisions(tx, [...rewritten]);
   return { invalidations: invalidations.length, caughtUp };
+}
+
+/**
+ * Moves the revision of currencies whose materialised rows were rewritten (see
+ * sql/0090_rollup_revisions.sql). Runs in the transaction that consumed their marks.
+ */
+async function bumpRevisions(tx: CommonQueryMethods, codes: readonly string[]) {
+  if (codes.length === 0) return;
+  await tx.query(sql.unsafe`
+    INSERT INTO rollup_revisions (currency_code)
+    SELECT unnest(${sql.array(codes, 'text')})
+    ON CONFLICT (currency_code) DO UPDATE
+      SET revision = rollup_revisions.revision + 1, changed_at = now()
+  `);
 }
 
 interface CodeRange extends Interval {
@@ -319,12 +337,19 @@ async function refreshContinuous(
     }
   }
   if (marks.length > 0) {
-    await pool.query(sql.unsafe`
-      DELETE FROM price_invalidations WHERE id = ANY(${sql.array(
-        marks.map((m) => m.id),
-        'int8',
-      )})
-    `);
+    // The marks go and the revisions move in one transaction: a reader that finds a range no
+    // longer stale also finds the new revision (TimescaleDB may have re-materialised the
+    // marked ranges on its own before, which is why every marked currency moves).
+    await pool.transaction(async (tx) => {
+      const gone = await tx.any(sql.type(z.object({ code: z.string() }))`
+        DELETE FROM price_invalidations WHERE id = ANY(${sql.array(
+          marks.map((m) => m.id),
+          'int8',
+        )})
+        RETURNING currency_code AS code
+      `);
+      await bumpRevisions(tx, [...new Set(gone.map((row) => row.code))]);
+    });
   }
   return {
     mode: 'continuous',

@@ -37,11 +37,23 @@ export async function detectRollupMode(db: CommonQueryMethods): Promise<RollupMo
 }
 
 const freshnessRow = z.object({
-  kind: z.enum(['watermark', 'stale', 'currency']),
+  kind: z.enum(['watermark', 'materialised', 'stale', 'currency', 'revision']),
   level: z.string().nullable(),
   start: z.date().nullable(),
   end: z.date().nullable(),
 });
+
+export interface Freshness extends RollupFreshness {
+  currencyKnown: boolean;
+  /**
+   * Per level: buckets starting before this are materialised rows that change only with the
+   * currency's revision. Equal to the watermarks for rollup tables; for continuous aggregates
+   * the materialisation watermark, newer buckets being computed in real time.
+   */
+  materialised: Partial<Record<LevelName, number>>;
+  /** The currency's rollup revision (sql/0090_rollup_revisions.sql); 0 before any rewrite. */
+  revision: number;
+}
 
 /**
  * Watermarks and the pending invalidations of one currency that overlap the window. Continuous
@@ -54,12 +66,25 @@ export async function readFreshness(
   code: string,
   from: Date,
   to: Date,
-): Promise<RollupFreshness & { currencyKnown: boolean }> {
+): Promise<Freshness> {
+  const materialisedRows =
+    mode === 'continuous'
+      ? sql.fragment`
+          SELECT 'materialised', replace(c.user_view_name, 'candles_', ''),
+                 ${caggWatermark(sql.fragment`c.mat_hypertable_id`)}, NULL
+          FROM _timescaledb_catalog.continuous_agg c
+          WHERE c.user_view_name IN ('candles_1m', 'candles_1h', 'candles_1d')`
+      : sql.fragment`
+          SELECT 'materialised', level, watermark, NULL FROM rollup_watermarks`;
   const rows = await pool.any(sql.type(freshnessRow)`
     SELECT 'watermark' AS kind, level, watermark AS start, NULL::timestamptz AS "end"
     FROM rollup_watermarks
     UNION ALL
+    ${materialisedRows}
+    UNION ALL
     SELECT 'currency', code, NULL, NULL FROM currencies WHERE code = ${code}
+    UNION ALL
+    SELECT 'revision', revision::text, NULL, NULL FROM rollup_revisions WHERE currency_code = ${code}
     UNION ALL
     SELECT 'stale', NULL, range_start, range_end
     FROM price_invalidations
@@ -69,17 +94,22 @@ export async function readFreshness(
   `);
   const watermarks: RollupFreshness['watermarks'] = {};
   if (mode === 'continuous') for (const level of LEVELS) watermarks[level.name] = Infinity;
+  const materialised: Freshness['materialised'] = {};
   const stale: RollupFreshness['stale'] = [];
   let currencyKnown = false;
+  let revision = 0;
   for (const row of rows) {
     if (row.kind === 'currency') currencyKnown = true;
+    else if (row.kind === 'revision') revision = Number(row.level);
     else if (row.kind === 'stale')
       stale.push({ start: row.start!.getTime(), end: row.end!.getTime() });
-    else if (mode === 'tables' && row.start) {
+    else if (row.kind === 'materialised' && row.start) {
+      materialised[row.level as LevelName] = row.start.getTime();
+    } else if (row.kind === 'watermark' && mode === 'tables' && row.start) {
       watermarks[row.level as LevelName] = row.start.getTime();
     }
   }
-  return { watermarks, stale, currencyKnown };
+  return { watermarks, materialised, stale, currencyKnown, revision };
 }
 
 export interface LevelStatus {

@@ -1,9 +1,11 @@
 import type { CandleRequest } from './candleQuery.ts';
 import type { Segment } from './planner.ts';
 
-// Long answers are computed in consecutive parts on separate connections at once: formatting
-// thousands of buckets is CPU work inside PostgreSQL, and one statement only ever uses one core.
-// Pure functions over the plan, so the cutting rules are unit-tested without a database.
+// A window on a UTC grid is answered in runs of buckets, each formatted on its own: settled runs
+// are kept between requests (runCache.ts), and the runs still to compute go to the database in
+// up to two groups on separate connections at once, since formatting thousands of buckets is CPU
+// work inside PostgreSQL and one statement only ever uses one core. Pure functions over the
+// plan, so the cutting rules are unit-tested without a database.
 
 /** Below this many buckets one statement is quicker than the extra round trips. */
 export const MIN_BUCKETS_TO_SPLIT = 3000;
@@ -16,35 +18,17 @@ export const PARTS = 2;
  */
 export const RUN_BUCKETS = 500;
 
-export interface WindowPart {
-  request: CandleRequest;
-  segments: Segment[];
+/** A run of consecutive buckets of a cuttable window: [start, end) in milliseconds. */
+export interface Run {
+  start: number;
+  end: number;
+  /** Read only from materialised rollup rows, so its text may be kept (see runCache.ts). */
+  settled: boolean;
 }
 
-/**
- * Cuts the window at bucket boundaries into up to PARTS windows of about as many buckets each,
- * with the plan's segments clipped to them. Only windows on a fixed UTC grid are cut: a zone's
- * buckets vary in length, and the previous/linear fills carry values across the cut.
- */
-export function splitWindow(request: CandleRequest, segments: Segment[]): WindowPart[] {
-  const whole = [{ request, segments }];
-  if (!isCuttable(request)) return whole;
-  const from = request.from.getTime();
-  const to = request.to.getTime();
-  const width = request.intervalSeconds * 1000;
-  if ((to - from) / width < MIN_BUCKETS_TO_SPLIT) return whole;
-  const origin = gridOrigin(request);
-  const cuts = [from];
-  for (let i = 1; i < PARTS; i++) {
-    const target = from + ((to - from) * i) / PARTS;
-    const cut = origin + Math.floor((target - origin) / width) * width;
-    if (cut > cuts.at(-1)! && cut < to) cuts.push(cut);
-  }
-  cuts.push(to);
-  return cuts.slice(1).map((end, i) => ({
-    request: { ...request, from: new Date(cuts[i]!), to: new Date(end) },
-    segments: clip(segments, cuts[i]!, end),
-  }));
+/** A source of the plan, and whether its rows are materialised rollup rows (see runCache.ts). */
+export interface SettledSegment extends Segment {
+  settled: boolean;
 }
 
 /**
@@ -56,28 +40,64 @@ export function isCuttable(request: CandleRequest): boolean {
 }
 
 /**
- * Cuts a cuttable window into runs of at most RUN_BUCKETS buckets, as [start, end) pairs in
- * milliseconds: the window's start, then every RUN_BUCKETS-th bucket boundary, then its end.
+ * Cuts a cuttable window into runs of at most RUN_BUCKETS buckets, end to end. The cuts fall on
+ * every RUN_BUCKETS-th boundary of the bucket grid counted from its origin, fixed in time, so
+ * that windows of the same grid share their runs whatever their ends; and on the bucket
+ * boundaries around every point where the plan passes between settled and unsettled sources,
+ * so that a run is wholly one or the other.
  */
-export function bucketRuns(request: CandleRequest): Array<[start: number, end: number]> {
+export function planRuns(request: CandleRequest, segments: readonly SettledSegment[]): Run[] {
   const from = request.from.getTime();
   const to = request.to.getTime();
   const width = request.intervalSeconds * 1000;
   const origin = gridOrigin(request);
-  const firstBucket = origin + Math.floor((from - origin) / width) * width;
-  const starts = [from];
-  for (let start = firstBucket + RUN_BUCKETS * width; start < to; start += RUN_BUCKETS * width) {
-    starts.push(start);
+  const onGrid = (ms: number, round: (x: number) => number) =>
+    origin + round((ms - origin) / width) * width;
+  const cuts = new Set<number>();
+  const block = RUN_BUCKETS * width;
+  const firstBlock = origin + Math.floor((from - origin) / block) * block;
+  for (let cut = firstBlock + block; cut < to; cut += block) cuts.add(cut);
+  for (let i = 1; i < segments.length; i++) {
+    if (segments[i - 1]!.settled === segments[i]!.settled) continue;
+    cuts.add(onGrid(segments[i]!.start, Math.floor));
+    cuts.add(onGrid(segments[i]!.start, Math.ceil));
   }
-  return starts.map((start, i) => [start, starts[i + 1] ?? to]);
+  const bounds = [
+    from,
+    ...[...cuts].filter((cut) => cut > from && cut < to).sort((a, b) => a - b),
+    to,
+  ];
+  return bounds.slice(1).map((end, i) => {
+    const start = bounds[i]!;
+    const touching = segments.filter((s) => s.start < end && s.end > start);
+    return { start, end, settled: touching.length > 0 && touching.every((s) => s.settled) };
+  });
 }
 
-/** An instant on the request's UTC grid of bucket boundaries. */
-function gridOrigin(request: CandleRequest): number {
-  return (request.origin?.getTime() ?? 0) + (request.offsetSeconds ?? 0) * 1000;
+/**
+ * Splits runs to compute into up to PARTS groups of consecutive runs with about as many buckets
+ * each, computed on separate connections at once; fewer than MIN_BUCKETS_TO_SPLIT buckets stay
+ * one group.
+ */
+export function groupRuns(runs: readonly Run[], request: CandleRequest): Run[][] {
+  if (runs.length === 0) return [];
+  const width = request.intervalSeconds * 1000;
+  const buckets = (run: Run) => Math.max(1, Math.round((run.end - run.start) / width));
+  const total = runs.reduce((sum, run) => sum + buckets(run), 0);
+  if (total < MIN_BUCKETS_TO_SPLIT) return [[...runs]];
+  const groups: Run[][] = [[]];
+  let counted = 0;
+  for (const run of runs) {
+    const share = (total * groups.length) / PARTS;
+    if (counted >= share && groups.length < PARTS) groups.push([]);
+    groups.at(-1)!.push(run);
+    counted += buckets(run);
+  }
+  return groups.filter((group) => group.length > 0);
 }
 
-function clip(segments: Segment[], start: number, end: number): Segment[] {
+/** The plan's segments clipped to [start, end). */
+export function clip(segments: readonly Segment[], start: number, end: number): Segment[] {
   return segments
     .map((segment) => ({
       ...segment,
@@ -87,13 +107,18 @@ function clip(segments: Segment[], start: number, end: number): Segment[] {
     .filter((segment) => segment.start < segment.end);
 }
 
+/** An instant on the request's UTC grid of bucket boundaries. */
+export function gridOrigin(request: CandleRequest): number {
+  return (request.origin?.getTime() ?? 0) + (request.offsetSeconds ?? 0) * 1000;
+}
+
 /**
  * The pieces of one JSON array holding the given runs of items (each run the comma-separated
  * texts of its items), in order: `a,b` and `c` make the pieces of `[a,b,c]`. The pieces are
  * written one after the other rather than joined, which would copy the whole body once more (a
  * megabyte for a year of hourly candles).
  */
-export function jsonArrayPieces(runs: readonly string[]): string[] {
+export function jsonArrayPieces<T extends string | Buffer>(runs: readonly T[]): Array<T | string> {
   const items = runs.filter((run) => run.length > 0);
   return ['[', ...items.flatMap((item, i) => (i === 0 ? [item] : [',', item])), ']'];
 }

@@ -6,20 +6,27 @@ import { ResponseBuffers } from '../../shared/http/responseBuffers.ts';
 const bodies = new ResponseBuffers(8, 8 * 1024 * 1024);
 
 /**
- * Answers with a JSON text given in pieces, written into one reused Buffer (see
+ * Answers with a JSON text given in pieces (strings, or UTF-8 Buffers kept by a cache), written
+ * into one reused Buffer (see
  * ResponseBuffers) and sent in one write. The Buffer goes back only after the response has
  * finished, that is once the socket has taken every byte; a response cut off before that keeps
  * its Buffer out of reuse.
  */
 export function respondWithJsonPieces(
   ctx: Context,
-  pieces: readonly string[],
+  pieces: ReadonlyArray<string | Buffer>,
   buffers: ResponseBuffers = bodies,
 ): void {
-  const size = pieces.reduce((sum, piece) => sum + Buffer.byteLength(piece), 0);
+  const size = pieces.reduce(
+    (sum, piece) => sum + (typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length),
+    0,
+  );
   const buffer = buffers.take(size);
   let offset = 0;
-  for (const piece of pieces) offset += buffer.write(piece, offset, 'utf8');
+  for (const piece of pieces) {
+    offset +=
+      typeof piece === 'string' ? buffer.write(piece, offset, 'utf8') : piece.copy(buffer, offset);
+  }
   ctx.type = 'application/json';
   ctx.body = buffer.subarray(0, offset);
   ctx.res.once('finish', () => buffers.giveBack(buffer));

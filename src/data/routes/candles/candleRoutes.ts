@@ -20,6 +20,7 @@ import {
   streamCandles,
   type CandleRequest,
 } from '../../history/candleQuery.ts';
+import type { RunCache } from '../../history/runCache.ts';
 import { candleExportQuery, candleParams, candleQuery, candleSchema } from './schema.ts';
 import { respondWithJsonPieces } from '../jsonPieces.ts';
 
@@ -28,6 +29,8 @@ export interface CandleRouteDeps {
   requireScope: ScopeGuard;
   maxPoints: number;
   logger: Logger;
+  /** Settled runs of history answers kept between requests. */
+  historyCache: RunCache;
 }
 
 const ALIGNMENT =
@@ -72,7 +75,10 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
             'too_many_points',
           );
         }
-        const answer = await queryCandlesJson(deps.pool, request, { requireCurrency: true });
+        const answer = await queryCandlesJson(deps.pool, request, {
+          requireCurrency: true,
+          cache: deps.historyCache,
+        });
         if (answer.empty) {
           ctx.status = 204;
           return;

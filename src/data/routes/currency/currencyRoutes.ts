@@ -5,6 +5,7 @@ import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
 import { queryOpensJson } from '../../history/candleQuery.ts';
+import type { RunCache } from '../../history/runCache.ts';
 import {
   currencyListQuery,
   displayCurrencyListSchema,
@@ -17,6 +18,8 @@ export interface CurrencyRouteDeps {
   pool: DatabasePool;
   requireScope: ScopeGuard;
   maxPoints: number;
+  /** Settled runs of history answers kept between requests. */
+  historyCache: RunCache;
 }
 
 const displayRow = z.object({
@@ -101,7 +104,7 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
         const answer = await queryOpensJson(
           deps.pool,
           { code: params.code, from, to, intervalSeconds: query.intervalSeconds },
-          { requireCurrency: true },
+          { requireCurrency: true, cache: deps.historyCache },
         );
         if (answer.empty) {
           ctx.status = 204;
