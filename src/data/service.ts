@@ -24,7 +24,10 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
     pool: runtime.pool,
     requireScope,
     maxPoints: runtime.config.HISTORY_MAX_POINTS,
-    historyCache: new RunCache(runtime.config.HISTORY_CACHE_MB * 1024 * 1024),
+    historyCache:
+      runtime.config.HISTORY_CACHE_MB > 0
+        ? new RunCache(runtime.config.HISTORY_CACHE_MB * 1024 * 1024)
+        : undefined,
     bulk: {
       maxItems: runtime.config.SIGNAL_BULK_MAX_ITEMS,
       maxBytes: runtime.config.SIGNAL_BULK_MAX_BYTES,

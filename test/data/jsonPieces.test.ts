@@ -21,7 +21,9 @@ beforeAll(async () => {
   app.use((ctx) => {
     const fill = ctx.query.fill === 'b' ? 'b' : 'a';
     const size = ctx.query.size === 'large' ? LARGE : 16;
-    respondWithJsonPieces(ctx, ['["', fill.repeat(size), '","€ ü"', ']'], buffers);
+    // A cache's pieces are UTF-8 Buffers among the strings.
+    const kept = Buffer.from('"€ ü"', 'utf8');
+    respondWithJsonPieces(ctx, ['["', fill.repeat(size), '",', kept, ']'], buffers);
     built.get(fill)?.();
   });
   const handle = app.callback();
@@ -35,7 +37,7 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-test('the body is the pieces joined, encoded as UTF-8, as JSON', async () => {
+test('the body is the pieces (strings and Buffers) joined, encoded as UTF-8, as JSON', async () => {
   const response = await fetch(`http://127.0.0.1:${port}/?fill=a`);
   expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
   expect(await response.json()).toEqual(['a'.repeat(16), '€ ü']);

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { NotFoundError, ValidationError } from '../../shared/errors.ts';
 import { LEVELS, type RollupMode } from './levels.ts';
 import {
+  mergeAdjacent,
   mergeIntervals,
   planSegments,
   usableLevels,
@@ -244,7 +245,11 @@ async function jsonByRuns(
   );
   const computed = await Promise.all(
     groups.map((group) => {
-      const segments = clip(plan.segments, group[0]!.start, group.at(-1)!.end);
+      // Only the group's own runs: each source's bounds are then constants that let the
+      // planner leave out every chunk no run reads (a year of 7-day chunks otherwise).
+      const segments = mergeAdjacent(
+        group.flatMap((run) => clip(plan.segments, run.start, run.end)),
+      );
       const query = runsQuery(group, perRunQuery(request, segments, plan.seeds, shape));
       return withZoneErrors(request, () => pool.any(query));
     }),

@@ -116,7 +116,8 @@ export function mergeIntervals(intervals: Interval[]): Interval[] {
   return merged;
 }
 
-function mergeAdjacent(segments: Segment[]): Segment[] {
+/** Joins consecutive segments of the same source into one. */
+export function mergeAdjacent(segments: Segment[]): Segment[] {
   const merged: Segment[] = [];
   for (const segment of segments) {
     const last = merged.at(-1);

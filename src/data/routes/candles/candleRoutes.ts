@@ -29,8 +29,8 @@ export interface CandleRouteDeps {
   requireScope: ScopeGuard;
   maxPoints: number;
   logger: Logger;
-  /** Settled runs of history answers kept between requests. */
-  historyCache: RunCache;
+  /** Settled runs of history answers kept between requests; none when turned off. */
+  historyCache?: RunCache;
 }
 
 const ALIGNMENT =

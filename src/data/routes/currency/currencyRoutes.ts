@@ -18,8 +18,8 @@ export interface CurrencyRouteDeps {
   pool: DatabasePool;
   requireScope: ScopeGuard;
   maxPoints: number;
-  /** Settled runs of history answers kept between requests. */
-  historyCache: RunCache;
+  /** Settled runs of history answers kept between requests; none when turned off. */
+  historyCache?: RunCache;
 }
 
 const displayRow = z.object({

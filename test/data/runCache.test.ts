@@ -1,0 +1,43 @@
+import { describe, expect, test } from '@jest/globals';
+import { RunCache } from '../../src/data/history/runCache.ts';
+
+const run = (text: string, empty = false) => ({ items: Buffer.from(text), empty });
+
+describe('RunCache', () => {
+  test('gives back what was kept under the same key, and nothing under another', () => {
+    const cache = new RunCache(1024);
+    cache.set('a', run('{"x":1}'));
+    expect(cache.get('a')?.items.toString()).toBe('{"x":1}');
+    expect(cache.get('b')).toBeUndefined();
+    expect([cache.hits, cache.misses]).toEqual([1, 1]);
+  });
+
+  test('stays within its bytes by dropping the least recently used runs first', () => {
+    const cache = new RunCache(30);
+    cache.set('a', run('a'.repeat(10)));
+    cache.set('b', run('b'.repeat(10)));
+    cache.set('c', run('c'.repeat(10)));
+    cache.get('a'); // now the most recently used
+    cache.set('d', run('d'.repeat(10)));
+    expect(cache.get('b')).toBeUndefined();
+    expect(['a', 'c', 'd'].map((key) => cache.get(key)?.items.length)).toEqual([10, 10, 10]);
+    expect(cache.heldBytes).toBe(30);
+  });
+
+  test('replacing a key counts its bytes once; a run larger than the cache is not kept', () => {
+    const cache = new RunCache(16);
+    cache.set('a', run('a'.repeat(8)));
+    cache.set('a', run('a'.repeat(12), true));
+    expect(cache.heldBytes).toBe(12);
+    expect(cache.get('a')?.empty).toBe(true);
+    cache.set('huge', run('h'.repeat(17)));
+    expect(cache.get('huge')).toBeUndefined();
+    expect(cache.size).toBe(1);
+  });
+
+  test('a cache of zero bytes keeps nothing', () => {
+    const cache = new RunCache(0);
+    cache.set('a', run('x'));
+    expect(cache.size).toBe(0);
+  });
+});
