@@ -256,9 +256,15 @@ async function jsonByRuns(
   );
   for (const [i, chunk] of computed.flat().entries()) {
     const { index } = missing[i]!;
-    texts[index] = chunk;
     const key = keys[index];
-    if (key) cache!.set(key, { items: Buffer.from(chunk.items, 'utf8'), empty: chunk.empty });
+    if (key) {
+      // Encoded once: the body then takes the kept Buffer as it is.
+      const kept = { items: Buffer.from(chunk.items, 'utf8'), empty: chunk.empty };
+      cache!.set(key, kept);
+      texts[index] = kept;
+    } else {
+      texts[index] = chunk;
+    }
   }
   return {
     pieces: jsonArrayPieces(texts.map((text) => text!.items)),
