@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
+import { renderRunTexts } from '../../src/data/history/renderRunTexts.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import { loadConfig } from '../../src/shared/config.ts';
@@ -188,6 +189,17 @@ async function main() {
       if (result.caughtUp) break;
     }
     log(`rollups caught up in ${((Date.now() - refreshStarted) / 1000).toFixed(0)} s`);
+    const renderStarted = Date.now();
+    let rendered = 0;
+    for (;;) {
+      // What the worker's refresh_rollups job does after each refresh.
+      const result = await renderRunTexts(bulkPool, { timeBudgetMs: 60_000 });
+      rendered += result.rendered;
+      if (result.caughtUp) break;
+    }
+    log(
+      `${rendered} whole hourly runs rendered in ${((Date.now() - renderStarted) / 1000).toFixed(1)} s`,
+    );
     // Autovacuum would get there too; the benchmark should not measure before it has.
     for (const relation of ['candles_1m', 'candles_1h', 'candles_1d']) {
       await bulkPool.query(sql.unsafe`VACUUM ANALYZE ${sql.identifier([relation])}`);

@@ -11,6 +11,7 @@ import {
 import { RunCache } from '../../src/data/history/runCache.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
+import { renderRunTexts } from '../../src/data/history/renderRunTexts.ts';
 import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';
 import { asJson, bruteForceCandles, random, randomCandles } from '../support/candles.ts';
 import { insertCandles, type Candle } from '../support/prices.ts';
@@ -79,7 +80,12 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
 
   async function refresh() {
     // Rollup tables: leave the last day and a half unmaterialised, so answers need the tail.
-    return refreshRollups(runtime.pool, { settleSeconds: 36 * 3600, runPolicies: true });
+    const result = await refreshRollups(runtime.pool, {
+      settleSeconds: 36 * 3600,
+      runPolicies: true,
+    });
+    await renderRunTexts(runtime.pool); // as the worker's refresh_rollups job does
+    return result;
   }
 
   beforeAll(async () => {

@@ -19,6 +19,7 @@ import {
 import { readFillSeeds, type FillSeeds, type SeedPoint } from './fillSeeds.ts';
 import { readFreshness, rollupMode, type Freshness } from './rollupState.ts';
 import type { RunCache } from './runCache.ts';
+import { isRenderedRun, readRunTexts, type ItemShape } from './runTexts.ts';
 import { zoneOffsetSeconds, zoneOffsetsOver } from './timeZones.ts';
 import {
   clip,
@@ -218,12 +219,13 @@ export async function queryOpensJson(
   return jsonByRuns(pool, full, plan, 'open', options.cache);
 }
 
-/** The item a JSON answer holds per bucket: a whole candle, or the contract's open. */
-type ItemShape = 'candle' | 'open';
+/** A run's JSON text (its items joined by commas) and whether none of its buckets holds data. */
+type RunText = { items: string | Buffer; empty: boolean };
 
 /**
  * An answer on a fixed UTC grid, run by run (see planRuns): settled runs come from the cache
- * when it holds them, the others are computed in up to two statements at once, and the settled
+ * when it holds them, whole hourly runs the worker rendered from the database (read while the
+ * others are computed), the rest are computed in up to two statements at once; the settled
  * ones among those are kept.
  */
 async function jsonByRuns(
@@ -235,41 +237,92 @@ async function jsonByRuns(
 ): Promise<JsonAnswer> {
   const runs = planRuns(request, settledParts(plan.segments, plan.freshness));
   const keys = runs.map((run) => (cache && run.settled ? runKey(request, shape, plan, run) : null));
-  const texts: Array<{ items: string | Buffer; empty: boolean } | undefined> = keys.map((key) =>
+  const texts: Array<RunText | undefined> = keys.map((key) =>
     key === null ? undefined : cache!.get(key),
   );
-  const missing = runs.flatMap((run, index) => (texts[index] ? [] : [{ run, index }]));
-  const groups = groupRuns(
-    missing.map((m) => m.run),
+  const missing = runs.filter((_, index) => !texts[index]);
+  const rendered = missing.filter((run) =>
+    isRenderedRun(request, clip(plan.segments, run.start, run.end), run),
+  );
+  const [stored, computed] = await Promise.all([
+    readRunTexts(pool, request.code, shape, plan.freshness.revision, rendered),
+    computeRuns(
+      pool,
+      request,
+      plan,
+      shape,
+      missing.filter((run) => !rendered.includes(run)),
+    ),
+  ]);
+  // Whole runs not rendered yet (the worker has not caught up) are computed after all.
+  const late = await computeRuns(
+    pool,
     request,
+    plan,
+    shape,
+    rendered.filter((run) => !stored.has(run.start)),
   );
-  const computed = await Promise.all(
-    groups.map((group) => {
-      // Only the group's own runs: each source's bounds are then constants that let the
-      // planner leave out every chunk no run reads (a year of 7-day chunks otherwise).
-      const segments = mergeAdjacent(
-        group.flatMap((run) => clip(plan.segments, run.start, run.end)),
-      );
-      const query = runsQuery(group, perRunQuery(request, segments, plan.seeds, shape));
-      return withZoneErrors(request, () => pool.any(query));
-    }),
-  );
-  for (const [i, chunk] of computed.flat().entries()) {
-    const { index } = missing[i]!;
+  const found = new Map<Run, RunText>([...computed, ...late]);
+  for (const run of rendered) {
+    const text = stored.get(run.start);
+    if (text) found.set(run, text);
+  }
+  for (const [index, run] of runs.entries()) {
+    if (texts[index]) continue;
+    const text = found.get(run)!;
     const key = keys[index];
-    if (key) {
-      // Encoded once: the body then takes the kept Buffer as it is.
-      const kept = { items: Buffer.from(chunk.items, 'utf8'), empty: chunk.empty };
-      cache!.set(key, kept);
-      texts[index] = kept;
-    } else {
-      texts[index] = chunk;
-    }
+    // Encoded once: the body then takes the kept Buffer as it is.
+    texts[index] = key ? keep(cache!, key, text) : text;
   }
   return {
     pieces: jsonArrayPieces(texts.map((text) => text!.items)),
     empty: texts.every((text) => text!.empty),
   };
+}
+
+function keep(cache: RunCache, key: string, text: RunText): RunText {
+  const kept = { items: Buffer.from(text.items), empty: text.empty };
+  cache.set(key, kept);
+  return kept;
+}
+
+/**
+ * Computes runs of a cuttable answer, in up to two groups of consecutive runs on separate
+ * connections at once (see groupRuns).
+ */
+async function computeRuns(
+  pool: DatabasePool,
+  request: CandleRequest,
+  plan: Plan,
+  shape: ItemShape,
+  runs: readonly Run[],
+): Promise<Array<[Run, RunText]>> {
+  const groups = groupRuns(runs, request);
+  const results = await Promise.all(
+    groups.map((group) => {
+      const query = runsJsonQuery(request, plan.segments, plan.seeds, shape, group);
+      return withZoneErrors(request, () => pool.any(query));
+    }),
+  );
+  return groups.flatMap((group, g) =>
+    group.map((run, i): [Run, RunText] => [run, results[g]![i]!]),
+  );
+}
+
+/**
+ * The statement computing the given runs' JSON texts: one row (empty, items) per run, in order.
+ * It reads only the runs' own parts of the plan: each source's bounds are then constants that
+ * let the planner leave out every chunk no run reads (a year of 7-day chunks otherwise).
+ */
+export function runsJsonQuery(
+  request: CandleRequest,
+  segments: readonly Segment[],
+  seeds: FillSeeds,
+  shape: ItemShape,
+  runs: readonly Run[],
+) {
+  const own = mergeAdjacent(runs.flatMap((run) => clip(segments, run.start, run.end)));
+  return runsQuery(runs, perRunQuery(request, own, seeds, shape));
 }
 
 /**
@@ -488,7 +541,7 @@ function runsQuery(runs: readonly Run[], perRun: SqlFragment) {
       'timestamptz',
     );
   return sql.type(jsonChunk)`
-    SELECT coalesce(answer.empty, true) AS empty, coalesce(answer.items, '') AS items
+    SELECT run.lo, run.hi, coalesce(answer.empty, true) AS empty, coalesce(answer.items, '') AS items
     FROM unnest(${instants('start')}, ${instants('end')}) WITH ORDINALITY AS run(lo, hi, n)
     CROSS JOIN LATERAL (${perRun}) AS answer
     ORDER BY run.n`;

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { floorTo, LEVELS, type Level, type LevelName, type RollupMode } from './levels.ts';
 import { mergeIntervals, type Interval } from './planner.ts';
 import { rollupMode } from './rollupState.ts';
+import { dropRunTexts } from './runTexts.ts';
 
 // Keeps the rollups in step with price_observations.
 //
@@ -159,10 +160,12 @@ async function refreshStep(
 
 /**
  * Moves the revision of currencies whose materialised rows were rewritten (see
- * sql/0090_rollup_revisions.sql). Runs in the transaction that consumed their marks.
+ * sql/0090_rollup_revisions.sql) and forgets their rendered texts. Runs in the transaction that
+ * consumed their marks.
  */
 async function bumpRevisions(tx: CommonQueryMethods, codes: readonly string[]) {
   if (codes.length === 0) return;
+  await dropRunTexts(tx, codes);
   await tx.query(sql.unsafe`
     INSERT INTO rollup_revisions (currency_code)
     SELECT unnest(${sql.array(codes, 'text')})

@@ -67,20 +67,11 @@ export async function readFreshness(
   from: Date,
   to: Date,
 ): Promise<Freshness> {
-  const materialisedRows =
-    mode === 'continuous'
-      ? sql.fragment`
-          SELECT 'materialised', replace(c.user_view_name, 'candles_', ''),
-                 ${caggWatermark(sql.fragment`c.mat_hypertable_id`)}, NULL
-          FROM _timescaledb_catalog.continuous_agg c
-          WHERE c.user_view_name IN ('candles_1m', 'candles_1h', 'candles_1d')`
-      : sql.fragment`
-          SELECT 'materialised', level, watermark, NULL FROM rollup_watermarks`;
   const rows = await pool.any(sql.type(freshnessRow)`
     SELECT 'watermark' AS kind, level, watermark AS start, NULL::timestamptz AS "end"
     FROM rollup_watermarks
     UNION ALL
-    ${materialisedRows}
+    ${materialisedRows(mode)}
     UNION ALL
     SELECT 'currency', code, NULL, NULL FROM currencies WHERE code = ${code}
     UNION ALL
@@ -110,6 +101,33 @@ export async function readFreshness(
     }
   }
   return { watermarks, materialised, stale, currencyKnown, revision };
+}
+
+/**
+ * Rows (kind, level, start, end) giving each level's materialisation watermark: the rollup
+ * tables' watermarks, or the continuous aggregates' own.
+ */
+function materialisedRows(mode: RollupMode) {
+  return mode === 'continuous'
+    ? sql.fragment`
+        SELECT 'materialised' AS kind, replace(c.user_view_name, 'candles_', '') AS level,
+               ${caggWatermark(sql.fragment`c.mat_hypertable_id`)} AS start, NULL::timestamptz AS "end"
+        FROM _timescaledb_catalog.continuous_agg c
+        WHERE c.user_view_name IN ('candles_1m', 'candles_1h', 'candles_1d')`
+    : sql.fragment`
+        SELECT 'materialised' AS kind, level, watermark AS start, NULL::timestamptz AS "end"
+        FROM rollup_watermarks`;
+}
+
+/** Per level: buckets starting before this are materialised rows (see Freshness). */
+export async function readMaterialised(
+  pool: DatabasePool,
+  mode: RollupMode,
+): Promise<Freshness['materialised']> {
+  const rows = await pool.any(sql.type(freshnessRow)`${materialisedRows(mode)}`);
+  const materialised: Freshness['materialised'] = {};
+  for (const row of rows) if (row.start) materialised[row.level as LevelName] = row.start.getTime();
+  return materialised;
 }
 
 export interface LevelStatus {

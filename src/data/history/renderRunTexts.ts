@@ -1,0 +1,105 @@
+import { sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+import { runsJsonQuery, type CandleRequest } from './candleQuery.ts';
+import { floorTo } from './levels.ts';
+import { readMaterialised, rollupMode } from './rollupState.ts';
+import { ITEM_SHAPES, RENDERED_LEVEL, RENDERED_RUN_MS, type ItemShape } from './runTexts.ts';
+
+// The worker's side of runTexts.ts: after each rollup refresh, renders the whole hourly runs
+// below the 1h level's materialisation watermark that have no text at their currency's current
+// revision yet, with the very statement the data module computes them with.
+
+const NO_SEEDS = { before: null, after: null };
+
+export interface RenderResult {
+  /** Texts written (a run of a currency in one shape each). */
+  rendered: number;
+  /** False when the time budget ran out first; the next run continues. */
+  caughtUp: boolean;
+}
+
+const firstRow = z.object({ code: z.string(), first: z.date().nullable() });
+const startRow = z.object({ start: z.date() });
+
+export async function renderRunTexts(
+  pool: DatabasePool,
+  options: { timeBudgetMs?: number } = {},
+): Promise<RenderResult> {
+  const deadline = Date.now() + (options.timeBudgetMs ?? 30_000);
+  const mode = await rollupMode(pool);
+  const horizon = (await readMaterialised(pool, mode))[RENDERED_LEVEL.name];
+  const result: RenderResult = { rendered: 0, caughtUp: true };
+  if (horizon === undefined) return result;
+  const lastEnd = floorTo(horizon, RENDERED_RUN_MS);
+  const firsts = await pool.any(sql.type(firstRow)`
+    SELECT c.code, (SELECT min(bucket) FROM ${sql.identifier([RENDERED_LEVEL.relation])} l
+                    WHERE l.currency_code = c.code) AS first
+    FROM currencies c ORDER BY c.code
+  `);
+  for (const { code, first } of firsts) {
+    if (first === null) continue;
+    const firstStart = floorTo(first.getTime(), RENDERED_RUN_MS);
+    if (firstStart >= lastEnd) continue;
+    for (const shape of ITEM_SHAPES) {
+      if (Date.now() >= deadline) return { ...result, caughtUp: false };
+      result.rendered += await renderMissing(pool, code, shape, firstStart, lastEnd);
+    }
+  }
+  return result;
+}
+
+/** Renders the runs of one currency and shape in [from, to) that lack a current text. */
+async function renderMissing(
+  pool: DatabasePool,
+  code: string,
+  shape: ItemShape,
+  from: number,
+  to: number,
+): Promise<number> {
+  const revision = sql.fragment`(SELECT coalesce(max(revision), 0) FROM rollup_revisions
+                                 WHERE currency_code = ${code})`;
+  const missing = await pool.any(sql.type(startRow)`
+    SELECT run AS start
+    FROM generate_series(${iso(from)}::timestamptz, ${iso(to - RENDERED_RUN_MS)}::timestamptz,
+                         make_interval(secs => ${RENDERED_RUN_MS / 1000}::float8)) AS run
+    WHERE NOT EXISTS (
+      SELECT 1 FROM history_run_texts t
+      WHERE t.currency_code = ${code} AND t.shape = ${shape}
+        AND t.interval_seconds = ${RENDERED_LEVEL.seconds} AND t.run_start = run
+        AND t.revision = ${revision}
+    )
+  `);
+  if (missing.length === 0) return 0;
+  const runs = missing.map(({ start }) => ({
+    start: start.getTime(),
+    end: start.getTime() + RENDERED_RUN_MS,
+    settled: true,
+  }));
+  const request: CandleRequest = {
+    code,
+    from: new Date(runs[0]!.start),
+    to: new Date(runs.at(-1)!.end),
+    intervalSeconds: RENDERED_LEVEL.seconds,
+    fill: 'none',
+  };
+  const segments = runs.map((run) => ({ source: RENDERED_LEVEL.name, ...run }));
+  // One statement reads the rows, the revision and the pending backfills, so it sees them as
+  // of one moment: a run a backfill has touched and not yet been recomputed is left for later.
+  const written = await pool.query(sql.unsafe`
+    INSERT INTO history_run_texts
+      (currency_code, shape, interval_seconds, run_start, run_end, revision, empty, items)
+    SELECT ${code}, ${shape}, ${RENDERED_LEVEL.seconds}, text.lo, text.hi, ${revision},
+           text.empty, text.items
+    FROM (${runsJsonQuery(request, segments, NO_SEEDS, shape, runs)}) AS text
+    WHERE NOT EXISTS (
+      SELECT 1 FROM price_invalidations i
+      WHERE i.currency_code = ${code} AND i.range_end >= text.lo AND i.range_start < text.hi
+    )
+    ON CONFLICT (currency_code, shape, interval_seconds, run_start) DO UPDATE
+      SET run_end = EXCLUDED.run_end, revision = EXCLUDED.revision, empty = EXCLUDED.empty,
+          items = EXCLUDED.items, rendered_at = now()
+  `);
+  return written.rowCount;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
