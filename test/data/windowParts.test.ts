@@ -95,6 +95,17 @@ describe('planRuns', () => {
     expect(runs.slice(1, -2).every((run) => run.settled)).toBe(true);
   });
 
+  test('a partial bucket at either end of the window is never settled', () => {
+    const start = Date.UTC(2025, 10, 22, 10);
+    const hourly: Segment[] = [{ source: '1h', start: start - HOUR, end: start + 30 * HOUR }];
+    const partial = request({ from: new Date(start - 1), to: new Date(start + 29 * HOUR + 1) });
+    expect(planRuns(partial, settled(hourly))).toEqual([
+      { start: start - 1, end: start, settled: false },
+      { start, end: start + 29 * HOUR, settled: true },
+      { start: start + 29 * HOUR, end: start + 29 * HOUR + 1, settled: false },
+    ]);
+  });
+
   test('a window shorter than a run is one run, or the pieces its sources make', () => {
     const start = Date.UTC(2025, 10, 22, 10);
     const short = request({ from: new Date(start), to: new Date(start + 30 * HOUR) });

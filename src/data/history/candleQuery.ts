@@ -13,6 +13,7 @@ import {
   planSegments,
   usableLevels,
   type BucketGrid,
+  type Interval,
   type RollupFreshness,
   type Segment,
 } from './planner.ts';
@@ -326,19 +327,39 @@ export function runsJsonQuery(
 }
 
 /**
- * The plan's segments cut where their rows stop being materialised rollup rows, which change
- * only with the currency's revision: raw rows take new writes at any time, and continuous
- * aggregates compute buckets past their materialisation watermark in real time.
+ * The plan's segments cut where their rows stop being settled: rows that change only with the
+ * currency's revision. Rollup rows are settled below their level's materialisation watermark
+ * (continuous aggregates compute newer buckets in real time). Raw rows are settled below the
+ * finest level's watermark and outside pending backfills: older writes must be marked, which is
+ * what the rollups themselves rely on, and consuming the marks moves the revision.
  */
 function settledParts(segments: Segment[], freshness: Freshness): SettledSegment[] {
   return segments.flatMap((segment) => {
-    if (segment.source === 'raw') return [{ ...segment, settled: false }];
-    const horizon = freshness.materialised[segment.source] ?? -Infinity;
-    return [
+    const level = segment.source === 'raw' ? LEVELS[0].name : segment.source;
+    const horizon = freshness.materialised[level] ?? -Infinity;
+    const parts = [
       { ...segment, end: Math.min(segment.end, horizon), settled: true },
       { ...segment, start: Math.max(segment.start, horizon), settled: false },
     ].filter((part) => part.start < part.end);
+    if (segment.source !== 'raw') return parts;
+    return parts.flatMap((part) => (part.settled ? outsideStale(part, freshness.stale) : [part]));
   });
+}
+
+/** A settled raw segment cut by the pending backfills' ranges (their ends inclusive). */
+function outsideStale(segment: SettledSegment, stale: Interval[]): SettledSegment[] {
+  const parts: SettledSegment[] = [];
+  let cursor = segment.start;
+  for (const range of mergeIntervals(stale.map((r) => ({ start: r.start, end: r.end + 1 })))) {
+    const start = Math.max(range.start, cursor);
+    const end = Math.min(range.end, segment.end);
+    if (start >= end) continue;
+    if (cursor < start) parts.push({ ...segment, start: cursor, end: start, settled: true });
+    parts.push({ ...segment, start, end, settled: false });
+    cursor = end;
+  }
+  if (cursor < segment.end) parts.push({ ...segment, start: cursor, settled: true });
+  return parts;
 }
 
 /** Everything a settled run's text depends on: its grid, bounds, sources and revision. */

@@ -25,7 +25,10 @@ const heldBytes = gauge(
   [],
 );
 
-/** A least-recently-used map of formatted runs, bounded by the bytes of their text. */
+/** What an entry holds: its text and its key (one byte a character: keys are ASCII). */
+const sizeOf = (key: string, run: CachedRun) => key.length + run.items.length;
+
+/** A least-recently-used map of formatted runs, bounded by the bytes of their keys and texts. */
 export class RunCache {
   private readonly entries = new Map<string, CachedRun>();
   private bytes = 0;
@@ -53,18 +56,18 @@ export class RunCache {
   }
 
   set(key: string, run: CachedRun): void {
-    if (run.items.length > this.maxBytes) return;
+    if (sizeOf(key, run) > this.maxBytes) return;
     const previous = this.entries.get(key);
     if (previous) {
       this.entries.delete(key);
-      this.bytes -= previous.items.length;
+      this.bytes -= sizeOf(key, previous);
     }
     this.entries.set(key, run);
-    this.bytes += run.items.length;
+    this.bytes += sizeOf(key, run);
     for (const [oldest, entry] of this.entries) {
       if (this.bytes <= this.maxBytes) break;
       this.entries.delete(oldest);
-      this.bytes -= entry.items.length;
+      this.bytes -= sizeOf(oldest, entry);
     }
     heldBytes.set(this.bytes);
   }

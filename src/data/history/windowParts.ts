@@ -22,11 +22,17 @@ export const RUN_BUCKETS = 500;
 export interface Run {
   start: number;
   end: number;
-  /** Read only from materialised rollup rows, so its text may be kept (see runCache.ts). */
+  /**
+   * Whole buckets read only from settled rows (see SettledSegment), so its text may be kept
+   * (see runCache.ts).
+   */
   settled: boolean;
 }
 
-/** A source of the plan, and whether its rows are materialised rollup rows (see runCache.ts). */
+/**
+ * A source of the plan, and whether its rows are settled: they change only with the currency's
+ * rollup revision (see runCache.ts).
+ */
 export interface SettledSegment extends Segment {
   settled: boolean;
 }
@@ -42,9 +48,9 @@ export function isCuttable(request: CandleRequest): boolean {
 /**
  * Cuts a cuttable window into runs of at most RUN_BUCKETS buckets, end to end. The cuts fall on
  * every RUN_BUCKETS-th boundary of the bucket grid counted from its origin, fixed in time, so
- * that windows of the same grid share their runs whatever their ends; and on the bucket
- * boundaries around every point where the plan passes between settled and unsettled sources,
- * so that a run is wholly one or the other.
+ * that windows of the same grid share their runs whatever their ends; around the partial
+ * buckets at the window's ends; and on the bucket boundaries around every point where the plan
+ * passes between settled and unsettled sources, so that a run is wholly one or the other.
  */
 export function planRuns(request: CandleRequest, segments: readonly SettledSegment[]): Run[] {
   const from = request.from.getTime();
@@ -57,6 +63,9 @@ export function planRuns(request: CandleRequest, segments: readonly SettledSegme
   const block = RUN_BUCKETS * width;
   const firstBlock = origin + Math.floor((from - origin) / block) * block;
   for (let cut = firstBlock + block; cut < to; cut += block) cuts.add(cut);
+  // Partial buckets at the window's ends are runs of their own (see `settled` below).
+  cuts.add(onGrid(from, Math.ceil));
+  cuts.add(onGrid(to, Math.floor));
   for (let i = 1; i < segments.length; i++) {
     if (segments[i - 1]!.settled === segments[i]!.settled) continue;
     cuts.add(onGrid(segments[i]!.start, Math.floor));
@@ -67,10 +76,20 @@ export function planRuns(request: CandleRequest, segments: readonly SettledSegme
     ...[...cuts].filter((cut) => cut > from && cut < to).sort((a, b) => a - b),
     to,
   ];
+  const isBoundary = (ms: number) => onGrid(ms, Math.floor) === ms;
   return bounds.slice(1).map((end, i) => {
     const start = bounds[i]!;
     const touching = segments.filter((s) => s.start < end && s.end > start);
-    return { start, end, settled: touching.length > 0 && touching.every((s) => s.settled) };
+    return {
+      start,
+      end,
+      // A partial bucket at either end of the window is its window's alone: never kept.
+      settled:
+        isBoundary(start) &&
+        isBoundary(end) &&
+        touching.length > 0 &&
+        touching.every((s) => s.settled),
+    };
   });
 }
 
@@ -82,7 +101,7 @@ export function planRuns(request: CandleRequest, segments: readonly SettledSegme
 export function groupRuns(runs: readonly Run[], request: CandleRequest): Run[][] {
   if (runs.length === 0) return [];
   const width = request.intervalSeconds * 1000;
-  const buckets = (run: Run) => Math.max(1, Math.round((run.end - run.start) / width));
+  const buckets = (run: Run) => (run.end - run.start) / width;
   const total = runs.reduce((sum, run) => sum + buckets(run), 0);
   if (total < MIN_BUCKETS_TO_SPLIT) return [[...runs]];
   const groups: Run[][] = [[]];
