@@ -225,9 +225,8 @@ type RunText = { items: string | Buffer; empty: boolean };
 
 /**
  * An answer on a fixed UTC grid, run by run (see planRuns): settled runs come from the cache
- * when it holds them, whole hourly runs the worker rendered from the database (read while the
- * others are computed), the rest are computed in up to two statements at once; the settled
- * ones among those are kept.
+ * when it holds them, the others are fetched (fetchRuns), and the settled ones among those are
+ * kept.
  */
 async function jsonByRuns(
   pool: DatabasePool,
@@ -241,33 +240,13 @@ async function jsonByRuns(
   const texts: Array<RunText | undefined> = keys.map((key) =>
     key === null ? undefined : cache!.get(key),
   );
-  const missing = runs.filter((_, index) => !texts[index]);
-  const rendered = missing.filter((run) =>
-    isRenderedRun(request, clip(plan.segments, run.start, run.end), run),
-  );
-  const [stored, computed] = await Promise.all([
-    readRunTexts(pool, request.code, shape, plan.freshness.revision, rendered),
-    computeRuns(
-      pool,
-      request,
-      plan,
-      shape,
-      missing.filter((run) => !rendered.includes(run)),
-    ),
-  ]);
-  // Whole runs not rendered yet (the worker has not caught up) are computed after all.
-  const late = await computeRuns(
+  const found = await fetchRuns(
     pool,
     request,
     plan,
     shape,
-    rendered.filter((run) => !stored.has(run.start)),
+    runs.filter((_, index) => !texts[index]),
   );
-  const found = new Map<Run, RunText>([...computed, ...late]);
-  for (const run of rendered) {
-    const text = stored.get(run.start);
-    if (text) found.set(run, text);
-  }
   for (const [index, run] of runs.entries()) {
     if (texts[index]) continue;
     const text = found.get(run)!;
@@ -279,6 +258,37 @@ async function jsonByRuns(
     pieces: jsonArrayPieces(texts.map((text) => text!.items)),
     empty: texts.every((text) => text!.empty),
   };
+}
+
+/**
+ * The texts of runs not in the cache: whole hourly runs the worker rendered are read from the
+ * database while the others are computed; any not rendered yet are computed after all.
+ */
+async function fetchRuns(
+  pool: DatabasePool,
+  request: CandleRequest,
+  plan: Plan,
+  shape: ItemShape,
+  runs: readonly Run[],
+): Promise<Map<Run, RunText>> {
+  const rendered = runs.filter((run) =>
+    isRenderedRun(request, clip(plan.segments, run.start, run.end), run),
+  );
+  const others = runs.filter((run) => !rendered.includes(run));
+  const [stored, computed] = await Promise.all([
+    readRunTexts(pool, request.code, shape, plan.freshness.revision, rendered),
+    computeRuns(pool, request, plan, shape, others),
+  ]);
+  const unrendered = rendered.filter((run) => !stored.has(run.start));
+  const found = new Map<Run, RunText>([
+    ...computed,
+    ...(await computeRuns(pool, request, plan, shape, unrendered)),
+  ]);
+  for (const run of rendered) {
+    const text = stored.get(run.start);
+    if (text) found.set(run, text);
+  }
+  return found;
 }
 
 function keep(cache: RunCache, key: string, text: RunText): RunText {
