@@ -18,8 +18,11 @@ export interface RenderResult {
   caughtUp: boolean;
 }
 
-const firstRow = z.object({ code: z.string(), first: z.date().nullable() });
-const startRow = z.object({ start: z.date() });
+const missingRow = z.object({
+  code: z.string(),
+  shape: z.enum(['open', 'candle']),
+  start: z.date(),
+});
 
 export async function renderRunTexts(
   pool: DatabasePool,
@@ -30,51 +33,57 @@ export async function renderRunTexts(
   const horizon = (await readMaterialised(pool, mode))[RENDERED_LEVEL.name];
   const result: RenderResult = { rendered: 0, caughtUp: true };
   if (horizon === undefined) return result;
-  const lastEnd = floorTo(horizon, RENDERED_RUN_MS);
-  const firsts = await pool.any(sql.type(firstRow)`
-    SELECT c.code, (SELECT min(bucket) FROM ${sql.identifier([RENDERED_LEVEL.relation])} l
-                    WHERE l.currency_code = c.code) AS first
-    FROM currencies c ORDER BY c.code
+  const runSeconds = RENDERED_RUN_MS / 1000;
+  // One statement finds every whole run, of every currency and shape, with no current text: a
+  // job that runs every minute and usually finds nothing.
+  const missing = await pool.any(sql.type(missingRow)`
+    SELECT c.code, shape.name AS shape, run AS start
+    FROM currencies c
+    CROSS JOIN LATERAL (
+      SELECT min(bucket) AS first FROM ${sql.identifier([RENDERED_LEVEL.relation])} l
+      WHERE l.currency_code = c.code
+    ) AS level
+    CROSS JOIN LATERAL (
+      SELECT coalesce(max(revision), 0) AS revision FROM rollup_revisions r
+      WHERE r.currency_code = c.code
+    ) AS current
+    CROSS JOIN unnest(${sql.array(ITEM_SHAPES, 'text')}) AS shape(name)
+    CROSS JOIN LATERAL generate_series(
+      to_timestamp(floor(extract(epoch FROM level.first) / ${runSeconds}) * ${runSeconds}),
+      ${iso(floorTo(horizon, RENDERED_RUN_MS) - RENDERED_RUN_MS)}::timestamptz,
+      make_interval(secs => ${runSeconds}::float8)) AS run
+    WHERE NOT EXISTS (
+      SELECT 1 FROM history_run_texts t
+      WHERE t.currency_code = c.code AND t.shape = shape.name
+        AND t.interval_seconds = ${RENDERED_LEVEL.seconds} AND t.run_start = run
+        AND t.revision = current.revision
+    )
+    ORDER BY c.code, shape.name, run
   `);
-  for (const { code, first } of firsts) {
-    if (first === null) continue;
-    const firstStart = floorTo(first.getTime(), RENDERED_RUN_MS);
-    if (firstStart >= lastEnd) continue;
-    for (const shape of ITEM_SHAPES) {
-      if (Date.now() >= deadline) return { ...result, caughtUp: false };
-      result.rendered += await renderMissing(pool, code, shape, firstStart, lastEnd);
-    }
+  const batches = new Map<string, { code: string; shape: ItemShape; starts: number[] }>();
+  for (const row of missing) {
+    const id = `${row.code}|${row.shape}`;
+    const batch = batches.get(id) ?? { code: row.code, shape: row.shape, starts: [] };
+    batch.starts.push(row.start.getTime());
+    batches.set(id, batch);
+  }
+  for (const batch of batches.values()) {
+    if (Date.now() >= deadline) return { ...result, caughtUp: false };
+    result.rendered += await render(pool, batch.code, batch.shape, batch.starts);
   }
   return result;
 }
 
-/** Renders the runs of one currency and shape in [from, to) that lack a current text. */
-async function renderMissing(
+/** Renders these whole runs of one currency in one shape, in one statement. */
+async function render(
   pool: DatabasePool,
   code: string,
   shape: ItemShape,
-  from: number,
-  to: number,
+  starts: readonly number[],
 ): Promise<number> {
   const revision = sql.fragment`(SELECT coalesce(max(revision), 0) FROM rollup_revisions
                                  WHERE currency_code = ${code})`;
-  const missing = await pool.any(sql.type(startRow)`
-    SELECT run AS start
-    FROM generate_series(${iso(from)}::timestamptz, ${iso(to - RENDERED_RUN_MS)}::timestamptz,
-                         make_interval(secs => ${RENDERED_RUN_MS / 1000}::float8)) AS run
-    WHERE NOT EXISTS (
-      SELECT 1 FROM history_run_texts t
-      WHERE t.currency_code = ${code} AND t.shape = ${shape}
-        AND t.interval_seconds = ${RENDERED_LEVEL.seconds} AND t.run_start = run
-        AND t.revision = ${revision}
-    )
-  `);
-  if (missing.length === 0) return 0;
-  const runs = missing.map(({ start }) => ({
-    start: start.getTime(),
-    end: start.getTime() + RENDERED_RUN_MS,
-    settled: true,
-  }));
+  const runs = starts.map((start) => ({ start, end: start + RENDERED_RUN_MS, settled: true }));
   const request: CandleRequest = {
     code,
     from: new Date(runs[0]!.start),
