@@ -3,7 +3,8 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { queryCandlesJson, queryOpensJson } from '../../src/data/history/candleQuery.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
-import { renderRunTexts } from '../../src/data/history/renderRunTexts.ts';
+import { checkRollups } from '../../src/data/history/doctorChecks.ts';
+import { readRenderStatus, renderRunTexts } from '../../src/data/history/renderRunTexts.ts';
 import { RENDERED_RUN_MS } from '../../src/data/history/runTexts.ts';
 import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';
 import { bruteForceCandles, randomCandles } from '../support/candles.ts';
@@ -81,6 +82,20 @@ describe.each(MODES)('rendered hourly runs, %s mode', (mode) => {
     expect(await texts()).toBe(first.rendered);
     expect((await refresh()).rendered).toBe(0);
     await expectExact();
+    // What `platform doctor` shows.
+    const doctor = await checkRollups({ pool: runtime.pool });
+    expect(doctor.find((check) => check.name === 'rendered history')?.detail).toBe(
+      `${first.rendered} whole hourly runs rendered`,
+    );
+    await runtime.pool.query(sql.unsafe`
+      DELETE FROM history_run_texts
+      WHERE run_start = (SELECT max(run_start) FROM history_run_texts)
+    `);
+    expect(await readRenderStatus(runtime.pool)).toEqual({
+      rendered: first.rendered - 2,
+      missing: 2,
+    });
+    expect((await refresh()).rendered).toBe(2);
   });
 
   test('answers read the rendered texts', async () => {

@@ -29,14 +29,44 @@ export async function renderRunTexts(
   options: { timeBudgetMs?: number } = {},
 ): Promise<RenderResult> {
   const deadline = Date.now() + (options.timeBudgetMs ?? 30_000);
-  const mode = await rollupMode(pool);
-  const horizon = (await readMaterialised(pool, mode))[RENDERED_LEVEL.name];
   const result: RenderResult = { rendered: 0, caughtUp: true };
-  if (horizon === undefined) return result;
+  const batches = new Map<string, { code: string; shape: ItemShape; starts: number[] }>();
+  for (const row of await findMissingRuns(pool)) {
+    const id = `${row.code}|${row.shape}`;
+    const batch = batches.get(id) ?? { code: row.code, shape: row.shape, starts: [] };
+    batch.starts.push(row.start.getTime());
+    batches.set(id, batch);
+  }
+  for (const batch of batches.values()) {
+    if (Date.now() >= deadline) return { ...result, caughtUp: false };
+    result.rendered += await render(pool, batch.code, batch.shape, batch.starts);
+  }
+  return result;
+}
+
+/** How many texts are rendered at their currency's revision, and how many whole runs lack one. */
+export async function readRenderStatus(pool: DatabasePool) {
+  const [missing, rendered] = await Promise.all([
+    findMissingRuns(pool),
+    pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM history_run_texts t
+      WHERE t.revision = (SELECT coalesce(max(revision), 0) FROM rollup_revisions r
+                          WHERE r.currency_code = t.currency_code)
+    `),
+  ]);
+  return { rendered, missing: missing.length };
+}
+
+/**
+ * Every whole run, of every currency and shape, below the 1h level's materialisation watermark
+ * that has no text at its currency's revision, in one statement: the job runs every minute and
+ * usually finds nothing.
+ */
+async function findMissingRuns(pool: DatabasePool) {
+  const horizon = (await readMaterialised(pool, await rollupMode(pool)))[RENDERED_LEVEL.name];
+  if (horizon === undefined) return [];
   const runSeconds = RENDERED_RUN_MS / 1000;
-  // One statement finds every whole run, of every currency and shape, with no current text: a
-  // job that runs every minute and usually finds nothing.
-  const missing = await pool.any(sql.type(missingRow)`
+  return pool.any(sql.type(missingRow)`
     SELECT c.code, shape.name AS shape, run AS start
     FROM currencies c
     CROSS JOIN LATERAL (
@@ -60,18 +90,6 @@ export async function renderRunTexts(
     )
     ORDER BY c.code, shape.name, run
   `);
-  const batches = new Map<string, { code: string; shape: ItemShape; starts: number[] }>();
-  for (const row of missing) {
-    const id = `${row.code}|${row.shape}`;
-    const batch = batches.get(id) ?? { code: row.code, shape: row.shape, starts: [] };
-    batch.starts.push(row.start.getTime());
-    batches.set(id, batch);
-  }
-  for (const batch of batches.values()) {
-    if (Date.now() >= deadline) return { ...result, caughtUp: false };
-    result.rendered += await render(pool, batch.code, batch.shape, batch.starts);
-  }
-  return result;
 }
 
 /** Renders these whole runs of one currency in one shape, in one statement. */
