@@ -17,3 +17,7 @@ CREATE TABLE history_run_texts (
   rendered_at      timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (currency_code, shape, interval_seconds, run_start)
 );
+-- Kept out of line but uncompressed: a year of hourly candles reads 17 texts of ~75 kB, and
+-- decompressing them took longer than reading twice the bytes (3.6 → 2.0 ms p50 measured), as
+-- did compressing them when rendering (2.9 → 1.5 s for 50 currency-years).
+ALTER TABLE history_run_texts ALTER COLUMN items SET STORAGE EXTERNAL;
