@@ -56,9 +56,10 @@ export interface Freshness extends RollupFreshness {
 }
 
 /**
- * Watermarks and the pending invalidations of one currency that overlap the window. Continuous
- * aggregates answer completely up to now through real-time aggregation, so there every level is
- * complete except where a backfill has not been re-materialised yet.
+ * Watermarks, the pending invalidations of one currency that overlap the window, and its rollup
+ * revision. Continuous aggregates answer completely up to now through real-time aggregation, so
+ * there every level is complete except where a backfill has not been re-materialised yet; their
+ * materialisation watermarks only tell which rows are settled.
  */
 export async function readFreshness(
   pool: DatabasePool,
@@ -70,8 +71,7 @@ export async function readFreshness(
   const rows = await pool.any(sql.type(freshnessRow)`
     SELECT 'watermark' AS kind, level, watermark AS start, NULL::timestamptz AS "end"
     FROM rollup_watermarks
-    UNION ALL
-    ${materialisedRows(mode)}
+    ${mode === 'continuous' ? sql.fragment`UNION ALL ${materialisedRows(mode)}` : sql.fragment``}
     UNION ALL
     SELECT 'currency', code, NULL, NULL FROM currencies WHERE code = ${code}
     UNION ALL
@@ -100,6 +100,7 @@ export async function readFreshness(
       watermarks[row.level as LevelName] = row.start.getTime();
     }
   }
+  if (mode === 'tables') Object.assign(materialised, watermarks);
   return { watermarks, materialised, stale, currencyKnown, revision };
 }
 
