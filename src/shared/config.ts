@@ -112,7 +112,7 @@ export const configSchema = z.object({
     .max(65_536)
     .default(256)
     .describe(
-      'Megabytes of formatted history the data module keeps for answers read from materialised rollups (least recently used go first; 0 turns it off).',
+      'Megabytes of formatted history the data module keeps for answers read from settled rows (rollups and raw rows that change only with a recomputed backfill; least recently used go first; 0 turns it off).',
     ),
   ROLLUP_SETTLE_SECONDS: z.coerce
     .number()

@@ -111,8 +111,30 @@ describe.each(MODES)('rendered hourly runs, %s mode', (mode) => {
       WHERE currency_code = ${CODE} AND shape = 'open' AND run_start = ${run.toISOString()}::timestamptz
     `);
     expect(await opensNow()).toContainEqual({ marker: true });
-    await runtime.pool.query(sql.unsafe`DELETE FROM history_run_texts WHERE items LIKE '%marker%'`);
+    // A text of another length (as if the run width had changed) is neither read nor kept.
+    await runtime.pool.query(sql.unsafe`
+      UPDATE history_run_texts SET run_end = run_end - interval '1 hour' WHERE items LIKE '%marker%'
+    `);
+    await expectExact();
     expect((await renderRunTexts(runtime.pool)).rendered).toBe(1);
+    expect(await texts(sql.fragment`items LIKE '%marker%'`)).toBe(0);
+    await expectExact();
+  });
+
+  test('new prices at the head, marked as bulk loads mark them, move no revision', async () => {
+    const revision = () =>
+      runtime.pool.maybeOneFirst(sql.type(z.object({ r: z.number() }))`
+        SELECT revision AS r FROM rollup_revisions WHERE currency_code = ${CODE}
+      `);
+    const before = { revision: await revision(), texts: await texts() };
+    const head = randomCandles(8, [CODE], Date.now() - 90_000, Date.now() - 30_000);
+    await runtime.pool.transaction(async (tx) => {
+      await insertCandles(tx, head);
+      await markTouchedRanges(tx, [{ code: CODE, from: head[0]!.time, to: head.at(-1)!.time }]);
+    });
+    candles = [...candles, ...head];
+    expect((await refresh()).rendered).toBe(0);
+    expect({ revision: await revision(), texts: await texts() }).toEqual(before);
     await expectExact();
   });
 
@@ -124,7 +146,7 @@ describe.each(MODES)('rendered hourly runs, %s mode', (mode) => {
       open: c.open * 3,
     }));
     await runtime.pool.transaction(async (tx) => {
-      await insertCandles(tx as never, added);
+      await insertCandles(tx, added);
       await markTouchedRanges(tx, [{ code: CODE, from: added[0]!.time, to: added.at(-1)!.time }]);
     });
     candles = [...candles, ...added];

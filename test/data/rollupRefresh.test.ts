@@ -105,7 +105,7 @@ describe('refresh_rollups on rollup tables', () => {
       time: new Date(c.time.getTime() + 3),
     }));
     await runtime.pool.transaction(async (tx) => {
-      await insertCandles(tx as never, backfill, 'backfill');
+      await insertCandles(tx, backfill, 'backfill');
       await markTouchedRanges(tx, [
         { code: 'BTC', from: new Date(from), to: new Date(from + 2 * HOUR) },
         { code: 'SOL', from: new Date(from), to: new Date(from + 2 * HOUR) },

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { sql, type DatabasePool } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 
 export interface Candle {
   code: string;
@@ -13,7 +13,7 @@ export interface Candle {
 }
 
 /** Writes candles straight into the hypertable (a harvested price is a candle of equal prices). */
-export async function insertCandles(pool: DatabasePool, candles: Candle[], source = 'test') {
+export async function insertCandles(pool: CommonQueryMethods, candles: Candle[], source = 'test') {
   const rows = candles.map((c) => ({
     code: c.code,
     time: c.time.toISOString(),

@@ -7,7 +7,7 @@ import {
 import { z } from 'zod';
 import { floorTo, LEVELS, type Level, type LevelName, type RollupMode } from './levels.ts';
 import { mergeIntervals, type Interval } from './planner.ts';
-import { rollupMode } from './rollupState.ts';
+import { readMaterialised, rollupMode } from './rollupState.ts';
 import { dropRunTexts } from './runTexts.ts';
 
 // Keeps the rollups in step with price_observations.
@@ -341,17 +341,21 @@ async function refreshContinuous(
   }
   if (marks.length > 0) {
     // The marks go and the revisions move in one transaction: a reader that finds a range no
-    // longer stale also finds the new revision (TimescaleDB may have re-materialised the
-    // marked ranges on its own before, which is why every marked currency moves).
+    // longer stale also finds the new revision. TimescaleDB may have re-materialised a marked
+    // range on its own before, so every currency whose marks reach below a materialisation
+    // watermark moves; marks wholly past all of them (new data at the head) touched only rows
+    // computed in real time, which are never kept, and move nothing.
     await pool.transaction(async (tx) => {
-      const gone = await tx.any(sql.type(z.object({ code: z.string() }))`
+      const gone = await tx.any(sql.type(z.object({ code: z.string(), start: z.date() }))`
         DELETE FROM price_invalidations WHERE id = ANY(${sql.array(
           marks.map((m) => m.id),
           'int8',
         )})
-        RETURNING currency_code AS code
+        RETURNING currency_code AS code, range_start AS start
       `);
-      await bumpRevisions(tx, [...new Set(gone.map((row) => row.code))]);
+      const horizon = Math.max(...Object.values(await readMaterialised(tx, 'continuous')));
+      const rewritten = gone.filter((mark) => mark.start.getTime() < horizon);
+      await bumpRevisions(tx, [...new Set(rewritten.map((mark) => mark.code))]);
     });
   }
   return {

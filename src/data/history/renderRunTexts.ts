@@ -1,4 +1,4 @@
-import { sql, type DatabasePool } from 'slonik';
+import { sql, type DatabasePool, type SqlToken as SqlFragment } from 'slonik';
 import { z } from 'zod';
 import { runsJsonQuery, type CandleRequest } from './candleQuery.ts';
 import { floorTo } from './levels.ts';
@@ -10,6 +10,11 @@ import { ITEM_SHAPES, RENDERED_LEVEL, RENDERED_RUN_MS, type ItemShape } from './
 // revision yet, with the very statement the data module computes them with.
 
 const NO_SEEDS = { before: null, after: null };
+
+/** A currency's rollup revision inside a statement (0 before its first rewrite). */
+const revisionOf = (code: SqlFragment) =>
+  sql.fragment`(SELECT coalesce(max(revision), 0) FROM rollup_revisions r
+                WHERE r.currency_code = ${code})`;
 
 export interface RenderResult {
   /** Texts written (a run of a currency in one shape each). */
@@ -50,8 +55,7 @@ export async function readRenderStatus(pool: DatabasePool) {
     findMissingRuns(pool),
     pool.oneFirst(sql.type(z.object({ n: z.number() }))`
       SELECT count(*)::int AS n FROM history_run_texts t
-      WHERE t.revision = (SELECT coalesce(max(revision), 0) FROM rollup_revisions r
-                          WHERE r.currency_code = t.currency_code)
+      WHERE t.revision = ${revisionOf(sql.fragment`t.currency_code`)}
     `),
   ]);
   return { rendered, missing: missing.length };
@@ -73,10 +77,6 @@ async function findMissingRuns(pool: DatabasePool) {
       SELECT min(bucket) AS first FROM ${sql.identifier([RENDERED_LEVEL.relation])} l
       WHERE l.currency_code = c.code
     ) AS level
-    CROSS JOIN LATERAL (
-      SELECT coalesce(max(revision), 0) AS revision FROM rollup_revisions r
-      WHERE r.currency_code = c.code
-    ) AS current
     CROSS JOIN unnest(${sql.array(ITEM_SHAPES, 'text')}) AS shape(name)
     CROSS JOIN LATERAL generate_series(
       to_timestamp(floor(extract(epoch FROM level.first) / ${runSeconds}) * ${runSeconds}),
@@ -86,7 +86,8 @@ async function findMissingRuns(pool: DatabasePool) {
       SELECT 1 FROM history_run_texts t
       WHERE t.currency_code = c.code AND t.shape = shape.name
         AND t.interval_seconds = ${RENDERED_LEVEL.seconds} AND t.run_start = run
-        AND t.revision = current.revision
+        AND t.run_end = run + make_interval(secs => ${runSeconds}::float8)
+        AND t.revision = ${revisionOf(sql.fragment`c.code`)}
     )
     ORDER BY c.code, shape.name, run
   `);
@@ -99,8 +100,6 @@ async function render(
   shape: ItemShape,
   starts: readonly number[],
 ): Promise<number> {
-  const revision = sql.fragment`(SELECT coalesce(max(revision), 0) FROM rollup_revisions
-                                 WHERE currency_code = ${code})`;
   const runs = starts.map((start) => ({ start, end: start + RENDERED_RUN_MS, settled: true }));
   const request: CandleRequest = {
     code,
@@ -115,7 +114,7 @@ async function render(
   const written = await pool.query(sql.unsafe`
     INSERT INTO history_run_texts
       (currency_code, shape, interval_seconds, run_start, run_end, revision, empty, items)
-    SELECT ${code}, ${shape}, ${RENDERED_LEVEL.seconds}, text.lo, text.hi, ${revision},
+    SELECT ${code}, ${shape}, ${RENDERED_LEVEL.seconds}, text.lo, text.hi, ${revisionOf(sql.fragment`${code}`)},
            text.empty, text.items
     FROM (${runsJsonQuery(request, segments, NO_SEEDS, shape, runs)}) AS text
     WHERE NOT EXISTS (

@@ -122,7 +122,7 @@ function materialisedRows(mode: RollupMode) {
 
 /** Per level: buckets starting before this are materialised rows (see Freshness). */
 export async function readMaterialised(
-  pool: DatabasePool,
+  pool: CommonQueryMethods,
   mode: RollupMode,
 ): Promise<Freshness['materialised']> {
   const rows = await pool.any(sql.type(freshnessRow)`${materialisedRows(mode)}`);

@@ -19,7 +19,7 @@ const lookups = counter(
   'Settled runs of history answers looked up in the data module cache, by result (hit or miss).',
   ['result'],
 );
-const heldBytes = gauge(
+const bytesGauge = gauge(
   'history_run_cache_bytes',
   'Bytes of formatted history runs held by the data module cache.',
   [],
@@ -69,7 +69,7 @@ export class RunCache {
       this.entries.delete(oldest);
       this.bytes -= sizeOf(oldest, entry);
     }
-    heldBytes.set(this.bytes);
+    bytesGauge.set(this.bytes);
   }
 
   get size(): number {

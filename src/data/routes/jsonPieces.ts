@@ -17,10 +17,7 @@ export function respondWithJsonPieces(
   pieces: ReadonlyArray<string | Buffer>,
   buffers: ResponseBuffers = bodies,
 ): void {
-  const size = pieces.reduce(
-    (sum, piece) => sum + (typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length),
-    0,
-  );
+  const size = pieces.reduce((sum, piece) => sum + Buffer.byteLength(piece), 0);
   const buffer = buffers.take(size);
   let offset = 0;
   for (const piece of pieces) {
