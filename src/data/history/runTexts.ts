@@ -52,17 +52,13 @@ export async function readRunTexts(
   runs: readonly Run[],
 ): Promise<Map<number, { empty: boolean; items: string }>> {
   if (runs.length === 0) return new Map();
-  const instants = (pick: 'start' | 'end') =>
-    sql.array(
-      runs.map((run) => new Date(run[pick]).toISOString()),
-      'timestamptz',
-    );
+  const starts = runs.map((run) => new Date(run.start).toISOString());
   const rows = await pool.any(sql.type(textRow)`
-    SELECT t.run_start AS start, t.empty, t.items
-    FROM unnest(${instants('start')}, ${instants('end')}) AS run(lo, hi)
-    JOIN history_run_texts t ON t.run_start = run.lo AND t.run_end = run.hi
-    WHERE t.currency_code = ${code} AND t.shape = ${shape}
-      AND t.interval_seconds = ${RENDERED_LEVEL.seconds} AND t.revision = ${revision}
+    SELECT run_start AS start, empty, items FROM history_run_texts
+    WHERE currency_code = ${code} AND shape = ${shape}
+      AND interval_seconds = ${RENDERED_LEVEL.seconds} AND revision = ${revision}
+      AND run_start = ANY(${sql.array(starts, 'timestamptz')})
+      AND run_end = run_start + make_interval(secs => ${RENDERED_RUN_MS / 1000}::float8)
   `);
   return new Map(rows.map((row) => [row.start.getTime(), row]));
 }
