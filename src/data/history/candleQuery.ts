@@ -6,7 +6,7 @@ import {
 } from 'slonik';
 import { z } from 'zod';
 import { NotFoundError, ValidationError } from '../../shared/errors.ts';
-import { LEVELS, type RollupMode } from './levels.ts';
+import { LEVELS } from './levels.ts';
 import {
   mergeAdjacent,
   mergeIntervals,
@@ -168,12 +168,11 @@ export async function planRequest(
     levels,
     boundStale(freshness),
   );
-  return { mode, segments, seeds, freshness };
+  return { segments, seeds, freshness };
 }
 
 /** How a window is answered: its sources, the values a fill carries in, and the rollups' state. */
 export interface Plan {
-  mode: RollupMode;
   segments: Segment[];
   seeds: FillSeeds;
   freshness: Freshness;
