@@ -121,3 +121,20 @@ test('a correct password does not use up the address allowance', async () => {
     expect((await attempt(account.email, account.password, address)).status).toBe(200);
   }
 });
+
+test('behind one trusted proxy, rotating the leftmost X-Forwarded-For entry does not escape the address limit', async () => {
+  const address = nextAddress();
+  const spoofed = (i: number, email: string, password: string) =>
+    harness
+      .client()
+      .post(
+        '/api/authorize/login',
+        { email, password },
+        { headers: { 'x-forwarded-for': `198.51.100.${i}, ${address}` } },
+      );
+  for (let i = 0; i < 5; i++) {
+    expect((await spoofed(i, `rotate${i}.${Date.now()}@example.com`, 'guess')).status).toBe(401);
+  }
+  const account = await registered();
+  expect((await spoofed(99, account.email, account.password)).status).toBe(429);
+});
