@@ -105,7 +105,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     readiness,
     jsonLimit: '100kb',
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
-    proxy: config.API_TRUST_PROXY,
+    proxyHops: config.API_TRUST_PROXY,
     middleware: (app) => [
       authorizeErrorShape,
       corsForAllowedOrigins(config.API_ALLOWED_ORIGINS),

@@ -16,6 +16,17 @@ const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().min(1);
 const positiveNumber = z.coerce.number().positive();
 
+// Hops rather than "trust the header": each proxy appends the address it saw, so only the
+// rightmost entries (as many as there are proxies) are not written by the client.
+const proxyHops = z
+  .string()
+  .regex(/^(true|false|yes|no|\d{1,2})$/, 'true, false or a number of proxy hops')
+  .transform((v) => {
+    if (v === 'true' || v === 'yes') return 1;
+    if (v === 'false' || v === 'no') return 0;
+    return Number(v);
+  });
+
 const cidrList = z
   .string()
   .transform((s) =>
@@ -180,9 +191,13 @@ export const configSchema = z.object({
   SESSION_ABSOLUTE_HOURS: positiveNumber
     .default(12)
     .describe('A session is over this long after sign-in, used or not (hours).'),
-  API_TRUST_PROXY: booleanFromEnv
-    .default(false)
-    .describe('Trust X-Forwarded-For/-Proto from a reverse proxy in front of the API.'),
+  API_TRUST_PROXY: proxyHops
+    .default(0)
+    .describe(
+      'Reverse proxies in front of the API whose X-Forwarded-For/-Proto are trusted: a hop ' +
+        'count (true = 1). The client address is the entry that many from the right, never the ' +
+        'client-written leftmost one.',
+    ),
   API_ALLOWED_ORIGINS: z
     .string()
     .transform((s) =>

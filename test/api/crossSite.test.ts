@@ -100,6 +100,29 @@ describe('cross-site requests riding on the cookie are refused', () => {
   });
 });
 
+describe('path spellings do not get past the guard', () => {
+  test.each(['/api/authorize/logout/', '/API/authorize/logout', '/api/authorize/LOGOUT'])(
+    'a forged GET %s does not end the session',
+    async (path) => {
+      const { client } = await harness.signedInClient();
+      const forged = await client.get(path, { headers: { 'sec-fetch-site': 'cross-site' } });
+      expect([403, 404]).toContain(forged.status);
+      expect((await client.get('/api/authorize/isloggedin')).status).toBe(200);
+    },
+  );
+
+  test.each(['/API/portfolio/add', '/api/portfolio/add/', '/api//portfolio/ADD'])(
+    'a foreign POST %s records nothing',
+    async (path) => {
+      const { client } = await harness.signedInClient();
+      const body = { currencyCode: 'BTC', shares: 1, walletDollars: 0 };
+      const forged = await client.post(path, body, { headers: EVIL });
+      expect([403, 404]).toContain(forged.status);
+      expect((await client.get('/api/portfolio/empty')).body).toEqual({ hasPortfolio: false });
+    },
+  );
+});
+
 describe('requests from our own pages pass', () => {
   test('same-origin (Sec-Fetch-Site), own Origin, an allowed Origin, and non-browser clients', async () => {
     const { client } = await harness.signedInClient();

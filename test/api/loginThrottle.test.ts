@@ -86,3 +86,55 @@ test('the address limit stops one client guessing across many accounts', async (
   expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(59 * 60);
   expect((await attempt(account.email, account.password, nextAddress())).status).toBe(200);
 });
+
+function statusCounts(statuses: number[]): Record<number, number> {
+  const counts: Record<number, number> = {};
+  for (const status of statuses) counts[status] = (counts[status] ?? 0) + 1;
+  return counts;
+}
+
+test('a parallel burst of wrong passwords gets exactly the account limit of 401s, then 429s', async () => {
+  const account = await registered();
+  const burst = await Promise.all(
+    Array.from({ length: 40 }, () => attempt(account.email, 'wrong', nextAddress())),
+  );
+  expect(statusCounts(burst.map((answer) => answer.status))).toEqual({ 401: 3, 429: 37 });
+  expect((await attempt(account.email, account.password, nextAddress())).status).toBe(429);
+});
+
+test('a parallel burst from one address across accounts gets exactly the address limit of 401s', async () => {
+  const address = nextAddress();
+  const burst = await Promise.all(
+    Array.from({ length: 30 }, (_, i) =>
+      attempt(`burst${i}.${Date.now()}@example.com`, 'guess', address),
+    ),
+  );
+  expect(statusCounts(burst.map((answer) => answer.status))).toEqual({ 401: 5, 429: 25 });
+  const account = await registered();
+  expect((await attempt(account.email, account.password, address)).status).toBe(429);
+});
+
+test('a correct password does not use up the address allowance', async () => {
+  const account = await registered();
+  const address = nextAddress();
+  for (let i = 0; i < 8; i++) {
+    expect((await attempt(account.email, account.password, address)).status).toBe(200);
+  }
+});
+
+test('behind one trusted proxy, rotating the leftmost X-Forwarded-For entry does not escape the address limit', async () => {
+  const address = nextAddress();
+  const spoofed = (i: number, email: string, password: string) =>
+    harness
+      .client()
+      .post(
+        '/api/authorize/login',
+        { email, password },
+        { headers: { 'x-forwarded-for': `198.51.100.${i}, ${address}` } },
+      );
+  for (let i = 0; i < 5; i++) {
+    expect((await spoofed(i, `rotate${i}.${Date.now()}@example.com`, 'guess')).status).toBe(401);
+  }
+  const account = await registered();
+  expect((await spoofed(99, account.email, account.password)).status).toBe(429);
+});

@@ -43,3 +43,11 @@ test('PLATFORM_LOAD_CURRENCIES and the flag override switch the generator off', 
 test('empty variables count as unset', () => {
   expect(loadConfig({ DATA_PORT: '' }).DATA_PORT).toBe(8085);
 });
+
+test('API_TRUST_PROXY is a hop count: true is one hop, false none, anything else refused', () => {
+  expect(loadConfig({}).API_TRUST_PROXY).toBe(0);
+  expect(loadConfig({ API_TRUST_PROXY: 'true' }).API_TRUST_PROXY).toBe(1);
+  expect(loadConfig({ API_TRUST_PROXY: 'false' }).API_TRUST_PROXY).toBe(0);
+  expect(loadConfig({ API_TRUST_PROXY: '2' }).API_TRUST_PROXY).toBe(2);
+  expect(() => loadConfig({ API_TRUST_PROXY: 'leftmost' })).toThrow(ConfigError);
+});

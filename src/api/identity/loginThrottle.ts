@@ -7,7 +7,8 @@ import { RateLimitedError } from '../../shared/errors.ts';
 // Login throttling with rate-limiter-flexible on PostgreSQL (table app.login_limits, created by
 // the migrations): failed attempts are counted per account (reset by a successful login) and
 // per client address, each in a fixed window. Once either count reaches its limit, every
-// attempt (even with the right password) gets 429 with Retry-After until the window ends.
+// attempt (even with the right password) gets 429 with Retry-After until the window ends. Every
+// attempt is counted before its password is checked (see admit).
 // Unknown accounts are counted like real ones, so the answers reveal nothing.
 
 interface Limit {
@@ -60,17 +61,22 @@ export class LoginThrottle {
     );
   }
 
-  /** 429 when the account or the address has used up its failures. */
-  async check(email: string, address: string): Promise<void> {
-    const [byAccount, byAddress] = await Promise.all([
-      this.account.limiter.get(accountKey(email)),
-      this.address.limiter.get(address),
+  /**
+   * Counts this attempt against the account and the address before the password is checked, in
+   * one atomic upsert per limit: a parallel burst cannot all pass a check made before any of its
+   * failures is recorded. 429 once either count passes its limit.
+   */
+  async admit(email: string, address: string): Promise<void> {
+    const results = await Promise.allSettled([
+      this.account.limiter.consume(accountKey(email)),
+      this.address.limiter.consume(address),
     ]);
-    const waits = [
-      exhausted(byAccount, this.account.points),
-      exhausted(byAddress, this.address.points),
-    ];
-    const waitMs = Math.max(...waits);
+    let waitMs = 0;
+    for (const result of results) {
+      if (result.status === 'fulfilled') continue;
+      if (!isLimiterAnswer(result.reason)) throw result.reason;
+      waitMs = Math.max(waitMs, result.reason.msBeforeNext, 1000);
+    }
     if (waitMs > 0) {
       throw new RateLimitedError(
         waitMs / 1000,
@@ -79,27 +85,14 @@ export class LoginThrottle {
     }
   }
 
-  async recordFailure(email: string, address: string): Promise<void> {
+  /**
+   * A correct password: the account's count starts again, and the address gets back the point
+   * this attempt took (it was not a failure), keeping the failures it had.
+   */
+  async recordSuccess(email: string, address: string): Promise<void> {
     await Promise.all([
-      penalise(this.account.limiter, accountKey(email)),
-      penalise(this.address.limiter, address),
+      this.account.limiter.delete(accountKey(email)),
+      this.address.limiter.reward(address, 1),
     ]);
-  }
-
-  async recordSuccess(email: string): Promise<void> {
-    await this.account.limiter.delete(accountKey(email));
-  }
-}
-
-function exhausted(state: RateLimiterRes | null, points: number): number {
-  if (!state || state.consumedPoints < points) return 0;
-  return Math.max(state.msBeforeNext, 1000);
-}
-
-async function penalise(limiter: RateLimiterPostgres, key: string): Promise<void> {
-  try {
-    await limiter.penalty(key, 1);
-  } catch (error) {
-    if (!isLimiterAnswer(error)) throw error;
   }
 }

@@ -18,8 +18,24 @@ export const CSRF_HEADER = 'X-CSRF-Token';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 const STATE_CHANGING_GETS = new Set(['/api/authorize/logout']);
 
-function changesState(ctx: Context): boolean {
-  return !SAFE_METHODS.has(ctx.method) || STATE_CHANGING_GETS.has(ctx.path);
+/**
+ * The path as the guard judges it: decoded, lower-case, repeated and trailing slashes dropped.
+ * Judging a wider set of spellings than the router accepts means no spelling the router maps to
+ * a state-changing route (`/API/…`, `/…/LOGOUT`, `/…/logout/`) slips past the guard.
+ */
+export function guardedPath(rawPath: string): string {
+  let path = rawPath;
+  try {
+    path = decodeURIComponent(rawPath);
+  } catch {
+    // Malformed escapes: judge the raw spelling (the router will not match it either).
+  }
+  const collapsed = path.toLowerCase().replace(/\/{2,}/g, '/');
+  return collapsed.length > 1 ? collapsed.replace(/\/+$/, '') : collapsed;
+}
+
+function changesState(ctx: Context, path: string): boolean {
+  return !SAFE_METHODS.has(ctx.method) || STATE_CHANGING_GETS.has(path);
 }
 
 /** Why a state-changing request is refused, or undefined when it may proceed. */
@@ -39,7 +55,8 @@ function crossSiteRefusal(ctx: Context, allowed: ReadonlySet<string>): string | 
 export function crossSiteGuard(allowedOrigins: readonly string[]) {
   const allowed = new Set(allowedOrigins);
   return async function refuseCrossSite(ctx: Context, next: Next) {
-    if (ctx.path.startsWith('/api/') && changesState(ctx)) {
+    const path = guardedPath(ctx.path);
+    if (path.startsWith('/api/') && changesState(ctx, path)) {
       const refusal = crossSiteRefusal(ctx, allowed);
       if (refusal) {
         throw new ForbiddenError(`Cross-site request refused (${refusal})`, 'cross_site_request');

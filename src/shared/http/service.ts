@@ -28,8 +28,8 @@ export interface HttpServiceOptions {
   extend?: (router: Router) => void;
   /** A request not finished within this answers 503 (a dependency hanging). */
   requestTimeoutMs?: number;
-  /** Trust X-Forwarded-* headers (behind a reverse proxy). */
-  proxy?: boolean;
+  /** Trusted reverse-proxy hops (0: X-Forwarded-* ignored). */
+  proxyHops?: number;
 }
 
 /**
@@ -37,7 +37,8 @@ export interface HttpServiceOptions {
  * headers, body parsing with limits, health, metrics, OpenAPI and docs, then the service's routes.
  */
 export function createHttpService(options: HttpServiceOptions) {
-  const app = new Koa({ proxy: options.proxy ?? false });
+  const hops = options.proxyHops ?? 0;
+  const app = new Koa({ proxy: hops > 0, maxIpsCount: hops });
   const readiness = options.readiness ?? new Readiness();
   const router = new Router();
 

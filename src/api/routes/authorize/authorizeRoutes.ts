@@ -86,7 +86,7 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
       handler: async (ctx, { body }) => {
         refuseIfSignedIn(ctx);
         try {
-          await deps.throttle.check(body.email, ctx.ip);
+          await deps.throttle.admit(body.email, ctx.ip);
         } catch (error) {
           logins.inc({ outcome: 'throttled' });
           (ctx.state.logger as Logger).warn({ ip: ctx.ip }, 'sign-in throttled');
@@ -95,12 +95,11 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
         const account = await findCredentials(deps.pool, body.email);
         const { valid, needsRehash } = await verifyPassword(account?.passwordHash, body.password);
         if (!account || !valid) {
-          await deps.throttle.recordFailure(body.email, ctx.ip);
           logins.inc({ outcome: 'rejected' });
           (ctx.state.logger as Logger).info({ ip: ctx.ip }, 'sign-in refused');
           throw new AppError(401, 'invalid_credentials', 'Unknown email or wrong password');
         }
-        await deps.throttle.recordSuccess(body.email);
+        await deps.throttle.recordSuccess(body.email, ctx.ip);
         if (needsRehash) {
           await updatePasswordHash(deps.pool, account.id, await hashPassword(body.password));
         }
