@@ -4,6 +4,7 @@ import { AppError } from '../shared/errors.ts';
 import { registerBackfillCommand } from './commands/backfill.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
 import { registerExportCommand } from './commands/export.ts';
+import { registerHealCommand } from './commands/heal.ts';
 import { registerMigrateCommand } from './commands/migrate.ts';
 import { registerStartCommand } from './commands/start.ts';
 import { registerTokenCommands } from './commands/token.ts';
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerBackfillCommand(program);
   registerDoctorCommand(program);
   registerExportCommand(program);
+  registerHealCommand(program);
   return program;
 }
 

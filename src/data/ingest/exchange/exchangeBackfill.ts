@@ -193,3 +193,19 @@ function klineToCandle(
     return 'a price or the volume is not a number';
   return { code, timeUs, open, high, low, close, volume, line: index };
 }
+
+/** Klines as candles of one currency (the gap healer's conversion; rejected klines are skipped). */
+export function klinesToCandles(
+  klines: RawKline[],
+  code: string,
+): { candles: Candle[]; rejected: number } {
+  const time = new TimeParser('ms');
+  const candles: Candle[] = [];
+  let rejected = 0;
+  klines.forEach((kline, i) => {
+    const candle = klineToCandle(kline, code, time, i + 1);
+    if (typeof candle === 'string') rejected++;
+    else candles.push(candle);
+  });
+  return { candles, rejected };
+}
