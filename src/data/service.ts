@@ -37,6 +37,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
   registerPriceBulkRoutes(registry, {
     pgPool: runtime.pgPool,
     requireScope,
+    maxFutureSeconds: runtime.config.PRICE_MAX_FUTURE_SECONDS,
     limits: {
       maxItems: runtime.config.PRICE_BULK_MAX_ITEMS,
       maxBytes: runtime.config.PRICE_BULK_MAX_BYTES,

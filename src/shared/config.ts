@@ -1,5 +1,6 @@
 import { userInfo } from 'node:os';
 import { z } from 'zod';
+import { DEFAULT_MAX_FUTURE_SECONDS } from '../data/ingest/candleValidation.ts';
 
 // The whole platform's configuration, parsed once at start-up from the environment (and a few CLI
 // flags). Every variable is optional; bad values stop start-up with one message listing them all.
@@ -141,6 +142,13 @@ export const configSchema = z.object({
     .max(300_000)
     .default(15_000)
     .describe('Time-out of one exchange request during `platform backfill --source`.'),
+  PRICE_MAX_FUTURE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(3600)
+    .default(DEFAULT_MAX_FUTURE_SECONDS)
+    .describe('Clock skew allowed for price times: later bulk prices are rejected (400).'),
   PRICE_BULK_MAX_ITEMS: z.coerce
     .number()
     .int()

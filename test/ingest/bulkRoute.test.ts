@@ -90,6 +90,28 @@ describe('POST /data/prices/bulk', () => {
     ]);
   });
 
+  test('a price more than the allowed skew in the future, or out of bounds, is rejected and not stored', async () => {
+    const soon = new Date(Date.now() + 10 * 60_000).toISOString();
+    const items = [
+      { code: 'XLM', time: soon, price: 1 },
+      { code: 'XLM', time: '2024-03-01T00:00:00Z', price: 1e307 },
+      { code: 'XLM', time: '2024-03-01T00:01:00Z', price: 5, volume: 1e19 },
+      { code: 'XLM', time: new Date(Date.now() - 60_000).toISOString(), price: 2 },
+    ];
+    const { status, body } = await post(JSON.stringify(items));
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ received: 4, accepted: 1, rejected: 3 });
+    const reasons = (body as { rejections: { index: number; message: string }[] }).rejections;
+    expect(reasons.map((r) => [r.index, r.message])).toEqual([
+      [0, 'time is in the future'],
+      [1, 'prices must be ≤ 1000000000000'],
+      [2, 'volume must be ≤ 1000000000000000000'],
+    ]);
+    const since = new Date('2024-03-01T00:00:00Z');
+    const rows = (await stored('XLM')).filter((row) => row.time >= since);
+    expect(rows.map((row) => row.close)).toEqual([2]);
+  });
+
   test('sending the same items again adds nothing: they count as duplicates', async () => {
     const items = [
       { code: 'BTC', time: '2024-02-01T00:00:00Z', price: 1 },

@@ -1,10 +1,21 @@
 import type { Candle } from './types.ts';
 
-const DAY_US = 86_400_000_000;
+/**
+ * Clock skew allowed past now (PRICE_MAX_FUTURE_SECONDS's default). Small, because a stored row
+ * wins over later observations: a "price" for a coming minute would replace the real one.
+ */
+export const DEFAULT_MAX_FUTURE_SECONDS = 60;
 
-/** Latest candle time accepted: a day of clock skew past now; later times are wrong units or typos. */
-export function latestAcceptedMicros(now = Date.now()): number {
-  return now * 1000 + DAY_US;
+/** Bounds keeping price × shares and sums of volumes finite in every later arithmetic. */
+export const MAX_PRICE = 1e12;
+export const MAX_VOLUME = 1e18;
+
+/** Latest candle time accepted; later times are wrong units, typos or forgeries. */
+export function latestAcceptedMicros(
+  now = Date.now(),
+  maxFutureSeconds = DEFAULT_MAX_FUTURE_SECONDS,
+): number {
+  return (now + maxFutureSeconds * 1000) * 1000;
 }
 
 /**
@@ -19,7 +30,9 @@ export function candleProblem(c: Candle, latestMicros: number): string | null {
     return 'prices must be positive numbers';
   }
   if (!Number.isFinite(c.open + c.high + c.low + c.close)) return 'prices must be finite';
+  if (Math.max(c.open, c.high, c.low, c.close) > MAX_PRICE) return `prices must be ≤ ${MAX_PRICE}`;
   if (!(c.volume >= 0) || !Number.isFinite(c.volume)) return 'volume must be a number ≥ 0';
+  if (c.volume > MAX_VOLUME) return `volume must be ≤ ${MAX_VOLUME}`;
   if (c.high < c.low) return 'high is below low';
   if (c.open > c.high || c.close > c.high) return 'open or close is above high';
   if (c.open < c.low || c.close < c.low) return 'open or close is below low';

@@ -23,6 +23,7 @@ export interface PriceBulkRouteDeps {
   pgPool: pg.Pool;
   requireScope: ScopeGuard;
   limits: BulkLimits;
+  maxFutureSeconds: number;
 }
 
 export function registerPriceBulkRoutes(registry: RouteRegistry, deps: PriceBulkRouteDeps) {
@@ -56,7 +57,7 @@ export function registerPriceBulkRoutes(registry: RouteRegistry, deps: PriceBulk
         try {
           const codes = new CodeResolver(await knownCurrencyCodes(connection.client));
           const time = new TimeParser();
-          const latest = latestAcceptedMicros();
+          const latest = latestAcceptedMicros(Date.now(), deps.maxFutureSeconds);
           const candles: Candle[] = [];
           const rejections: Rejection[] = [];
           const tracker = new RangeTracker();
