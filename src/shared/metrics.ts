@@ -88,6 +88,19 @@ export const ingestRowsRejected = counter(
   ['source'],
 );
 
+/** Minutes without observation that gap healing filled with an exchange's candle, by source. */
+export const healFilledCandles = counter(
+  'heal_filled_candles_total',
+  'One-minute candles gap healing loaded from an exchange into minutes without observation.',
+  ['source'],
+);
+/** Minutes gap healing recorded as known gaps: no exchange had them (delisting, halt). */
+export const healKnownGapCandles = counter(
+  'heal_known_gap_candles_total',
+  'Minutes gap healing recorded as known gaps (no exchange had a candle for them).',
+  ['source'],
+);
+
 /** One harvest cycle (fetch from every source and write), by outcome. */
 export const harvestCycleDuration = histogram(
   'harvest_cycle_duration_seconds',

@@ -97,6 +97,8 @@ describe('HTTP metrics after real requests', () => {
       ingest_rows_inserted_total: 'counter',
       ingest_rows_duplicate_total: 'counter',
       ingest_rows_rejected_total: 'counter',
+      heal_filled_candles_total: 'counter',
+      heal_known_gap_candles_total: 'counter',
       harvest_cycle_duration_seconds: 'histogram',
       harvest_source_last_success_timestamp_seconds: 'gauge',
       harvest_source_fetch_errors_total: 'counter',

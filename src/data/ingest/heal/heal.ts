@@ -3,6 +3,7 @@ import type { Connect } from '../connection.ts';
 import type { BinanceKlineClient, RawKline } from '../exchange/binanceKlines.ts';
 import { exchangeSymbol, klinesToCandles } from '../exchange/exchangeBackfill.ts';
 import { loadUnit } from '../loader.ts';
+import { healFilledCandles, healKnownGapCandles } from '../../../shared/metrics.ts';
 
 // Gap healing: the minutes of a look-back window (after a currency's first observation) that have
 // no observation are fetched as one-minute candles from the exchange and loaded through the normal
@@ -111,6 +112,8 @@ export async function healCurrency(
     } finally {
       await db.query(`SELECT pg_advisory_unlock(hashtext('heal:' || $1))`, [code]);
     }
+    healFilledCandles.inc({ source: 'binance' }, result.filled);
+    healKnownGapCandles.inc({ source: 'binance' }, result.knownGaps);
     return result;
   } catch (error) {
     broken = error as Error;
