@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
 import { dedicatedConnection } from '../../src/data/ingest/connection.ts';
 import { BinanceKlineClient } from '../../src/data/ingest/exchange/binanceKlines.ts';
+import { checkKnownGaps } from '../../src/data/ingest/heal/doctorCheck.ts';
 import { healCurrency } from '../../src/data/ingest/heal/heal.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { FakeBinance } from './fakeBinance.ts';
@@ -93,6 +94,9 @@ describe('gap healing', () => {
     const first = await heal('ETH');
     expect(first).toMatchObject({ missing: 30, filled: 10, knownGaps: 20 });
     expect(await knownGaps('ETH')).toBe(20);
+    const [doctorLine] = await checkKnownGaps({ pool: runtime.pool, config: runtime.config });
+    expect(doctorLine).toMatchObject({ name: 'gaps', ok: true });
+    expect(doctorLine?.detail).toMatch(/^20 known gap minute\(s\) in 1 currency/);
 
     fake.requests.length = 0;
     fake.until = Date.now();

@@ -9,6 +9,7 @@ import { readTimescaleState } from '../../shared/db/timescale.ts';
 import { redactDsn } from '../../shared/logger.ts';
 import { serverExtensionState } from '../../shared/provision.ts';
 import { checkRollups } from '../../data/history/doctorChecks.ts';
+import { checkKnownGaps } from '../../data/ingest/heal/doctorCheck.ts';
 import { checkJobQueue, checkWorkers } from '../../worker/diagnostics.ts';
 import { workerCheck } from '../../worker/status.ts';
 import { configFromCommand, printJson } from '../context.ts';
@@ -29,6 +30,7 @@ export const EXTRA_CHECKS: DoctorCheck[] = [
   checkJobQueue,
   checkFeed,
   checkRollups,
+  checkKnownGaps,
 ];
 
 async function serverChecks(url: string): Promise<Check[]> {
