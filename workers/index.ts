@@ -3,6 +3,7 @@ import type { Runtime } from '../src/shared/runtime.ts';
 import { ingestTasks } from './ingest.ts';
 import type { RecurringTask } from '../src/worker/recurring.ts';
 import { createHarvestTask, HARVEST_TASK } from './harvestPrices.ts';
+import { healGapsTask, HEAL_TASK } from './healGaps.ts';
 import { refreshRollupsTask } from './refreshRollups.ts';
 
 /**
@@ -13,6 +14,7 @@ export function createTaskList(runtime: Runtime): TaskList {
   return {
     refresh_rollups: refreshRollupsTask(runtime),
     [HARVEST_TASK]: createHarvestTask(runtime),
+    [HEAL_TASK]: healGapsTask(runtime),
     ...ingestTasks(runtime),
   };
 }
@@ -38,4 +40,6 @@ export function recurringTasks(runtime: Runtime): RecurringTask[] {
 export const crontab: string[] = [
   // One queue and one pending job at a time; a run that overlaps anyway skips (advisory lock).
   '* * * * * refresh_rollups ?queue=rollups&jobKey=refresh_rollups&jobKeyMode=preserve_run_at&max=3',
+  // Gap healing: one pending job at a time; currencies are locked one by one (advisory locks).
+  '*/15 * * * * heal_gaps ?queue=heal&jobKey=heal_gaps&jobKeyMode=preserve_run_at&max=1',
 ];

@@ -135,6 +135,15 @@ export const configSchema = z.object({
     .describe(
       'Rollup tables materialise only buckets that ended this long ago; newer writes may still be in flight (older ones must be marked with markTouchedRanges).',
     ),
+  HEAL_LOOKBACK_HOURS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(8784)
+    .default(72)
+    .describe(
+      'Gap healing: the worker job (every 15 minutes) fills minutes without observation in this many past hours from Binance klines; 0 turns the job off.',
+    ),
   BACKFILL_HTTP_TIMEOUT_MS: z.coerce
     .number()
     .int()

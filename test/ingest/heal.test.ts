@@ -6,6 +6,7 @@ import { dedicatedConnection } from '../../src/data/ingest/connection.ts';
 import { BinanceKlineClient } from '../../src/data/ingest/exchange/binanceKlines.ts';
 import { checkKnownGaps } from '../../src/data/ingest/heal/doctorCheck.ts';
 import { healCurrency } from '../../src/data/ingest/heal/heal.ts';
+import { healGapsTask } from '../../workers/healGaps.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { FakeBinance } from './fakeBinance.ts';
 import { MINUTE } from './fixtures.ts';
@@ -112,6 +113,23 @@ describe('gap healing', () => {
     expect(await rowsBySource('SOL')).toEqual([
       { source: 'binance', n: 45 },
       { source: 'harvest', n: 120 - 45 },
+    ]);
+  }, 60_000);
+
+  test('the worker job heals with the configured look-back, and does nothing at 0', async () => {
+    const end = Math.floor(Date.now() / MINUTE) * MINUTE - MINUTE;
+    await observe('XRP', end - 2 * HOUR, end, end - 90 * MINUTE, end - 70 * MINUTE);
+    const job = (hours: number) =>
+      healGapsTask({
+        ...runtime,
+        config: { ...runtime.config, HEAL_LOOKBACK_HOURS: hours, BINANCE_API_URL: fake.url },
+      })({}, {} as never);
+    await job(0);
+    expect(fake.requests).toHaveLength(0);
+    await job(3);
+    expect(await rowsBySource('XRP')).toEqual([
+      { source: 'binance', n: 20 },
+      { source: 'harvest', n: 120 - 20 },
     ]);
   }, 60_000);
 });

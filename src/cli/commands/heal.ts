@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { dedicatedConnection } from '../../data/ingest/connection.ts';
 import { BinanceKlineClient } from '../../data/ingest/exchange/binanceKlines.ts';
-import { healAll, type HealResult } from '../../data/ingest/heal/heal.ts';
+import { healAll, observedCodes, type HealResult } from '../../data/ingest/heal/heal.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 import { withExamples } from '../help.ts';
@@ -45,20 +45,6 @@ function parseHours(text: string): number {
   if (!Number.isInteger(hours) || hours < 0 || hours > 24 * 366)
     throw new InvalidArgumentError('a whole number of hours from 0 to 8784');
   return hours;
-}
-
-async function observedCodes(connect: ReturnType<typeof dedicatedConnection>): Promise<string[]> {
-  const connection = await connect();
-  try {
-    const { rows } = await connection.client.query<{ code: string }>(
-      `SELECT code FROM currencies c
-        WHERE EXISTS (SELECT 1 FROM price_observations o WHERE o.currency_code = c.code)
-        ORDER BY code`,
-    );
-    return rows.map((r) => r.code);
-  } finally {
-    await connection.release();
-  }
 }
 
 function formatResult(r: HealResult): string {

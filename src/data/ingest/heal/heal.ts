@@ -154,3 +154,18 @@ export async function healAll(
   for (const code of codes) results.push(await healCurrency(connect, client, code, options));
   return results;
 }
+
+/** Every currency with at least one observation (healing starts after the first). */
+export async function observedCodes(connect: Connect): Promise<string[]> {
+  const connection = await connect();
+  try {
+    const { rows } = await connection.client.query<{ code: string }>(
+      `SELECT code FROM currencies c
+        WHERE EXISTS (SELECT 1 FROM price_observations o WHERE o.currency_code = c.code)
+        ORDER BY code`,
+    );
+    return rows.map((r) => r.code);
+  } finally {
+    await connection.release();
+  }
+}
