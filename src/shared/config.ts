@@ -237,6 +237,9 @@ export const configSchema = z.object({
     .default(100)
     .describe('Failed logins from one client address within LOGIN_ADDRESS_WINDOW_MINUTES.'),
   LOGIN_ADDRESS_WINDOW_MINUTES: positiveInt.default(60).describe('Window of the address limit.'),
+  SIGNUP_MAX_PER_ADDRESS: positiveInt
+    .default(100)
+    .describe('Sign-up attempts from one client address within an hour before 429.'),
   UPLOAD_MAX_BYTES: positiveInt
     .default(5 * 1024 * 1024)
     .describe('Largest profile picture accepted, in bytes.'),

@@ -138,3 +138,21 @@ test('behind one trusted proxy, rotating the leftmost X-Forwarded-For entry does
   const account = await registered();
   expect((await spoofed(99, account.email, account.password)).status).toBe(429);
 });
+
+test('sign-ups from one address are limited (a parallel burst included); other addresses are not', async () => {
+  const limited = await startApiHarness({ API_TRUST_PROXY: 'true', SIGNUP_MAX_PER_ADDRESS: '4' });
+  try {
+    const signup = (address: string) =>
+      limited
+        .client()
+        .post('/api/authorize/signup', newAccount(), { headers: { 'x-forwarded-for': address } });
+    const address = nextAddress();
+    const burst = await Promise.all(Array.from({ length: 12 }, () => signup(address)));
+    expect(statusCounts(burst.map((answer) => answer.status))).toEqual({ 200: 4, 429: 8 });
+    const refused = burst.find((answer) => answer.status === 429)!;
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(59 * 60);
+    expect((await signup(nextAddress())).status).toBe(200);
+  } finally {
+    await limited.close();
+  }
+});

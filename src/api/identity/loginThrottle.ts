@@ -45,6 +45,7 @@ function isLimiterAnswer(value: unknown): value is RateLimiterRes {
 export class LoginThrottle {
   private readonly account: Limit;
   private readonly address: Limit;
+  private readonly signups: Limit;
 
   constructor(pgPool: pg.Pool, config: Config) {
     this.account = postgresLimiter(
@@ -59,6 +60,21 @@ export class LoginThrottle {
       config.LOGIN_MAX_FAILURES_PER_ADDRESS,
       config.LOGIN_ADDRESS_WINDOW_MINUTES,
     );
+    this.signups = postgresLimiter(pgPool, 'signup_address', config.SIGNUP_MAX_PER_ADDRESS, 60);
+  }
+
+  /** Counts a sign-up attempt from this address (one atomic upsert); 429 past the hourly limit. */
+  async admitSignup(address: string): Promise<void> {
+    try {
+      await this.signups.limiter.consume(address);
+    } catch (error) {
+      if (!isLimiterAnswer(error)) throw error;
+      const waitSeconds = Math.max(error.msBeforeNext, 1000) / 1000;
+      throw new RateLimitedError(
+        waitSeconds,
+        'Too many sign-ups from this address; try again later',
+      );
+    }
   }
 
   /**

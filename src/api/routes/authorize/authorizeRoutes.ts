@@ -52,15 +52,17 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
       operationId: 'signup',
       summary: 'Create an account and sign in',
       description:
-        'Email and username are unique without regard to case. Errors carry `authorized` beside `error`.',
+        'Email and username are unique without regard to case. Errors carry `authorized` beside `error`. ' +
+        'Sign-ups per client address are limited per hour (429 with Retry-After past it).',
       tags: TAG,
       body: signupBody,
       responses: {
         200: { ...signedIn, description: 'Account created; the new user is signed in' },
       },
-      errors: [403, 409, 415],
+      errors: [403, 409, 415, 429],
       handler: async (ctx, { body }) => {
         refuseIfSignedIn(ctx);
+        await deps.throttle.admitSignup(ctx.ip);
         await assertAvailable(deps.pool, body);
         const passwordHash = await hashPassword(body.password);
         const userId = await createUser(deps.pool, { ...body, passwordHash });
