@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import {
-  planRequest,
   queryCandlesJson,
   queryOpensJson,
-  type CandleRequest,
   type JsonAnswer,
 } from '../../src/data/history/candleQuery.ts';
+import { planRequest } from '../../src/data/history/plan.ts';
+import type { CandleRequest } from '../../src/data/history/request.ts';
 import { RunCache } from '../../src/data/history/runCache.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';

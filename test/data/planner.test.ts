@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { LEVELS } from '../../src/data/history/levels.ts';
 import { planSegments, usableLevels, validIntervals } from '../../src/data/history/planner.ts';
-import { zoneOffsetSeconds, zoneOffsetsOver } from '../../src/data/history/timeZones.ts';
+import { zoneOffsetSeconds, zoneOffsetsOver } from '../../src/shared/time/timeZones.ts';
 
 const names = (levels: readonly { name: string }[]) => levels.map((l) => l.name);
 const grid = (widthSeconds: number, originSeconds = 0, zoneOffsetsSeconds = [0]) => ({

@@ -1,3 +1,4 @@
+import { bucketStartMs } from '../../shared/time/bucketGrid.ts';
 import type { PricePoint } from '../dataClient.ts';
 import type { HoldingChange } from './holdings.ts';
 
@@ -46,8 +47,9 @@ export function historyBuckets(firstChange: number, from: number, to: number, in
   return { first, last, count: last < first ? 0 : (last - first) / intervalMs + 1 };
 }
 
+/** Start of the epoch-aligned bucket holding `time` (the data module's grid). */
 function floorTo(time: number, intervalMs: number): number {
-  return Math.floor(time / intervalMs) * intervalMs;
+  return bucketStartMs({ intervalSeconds: intervalMs / 1000 }, time);
 }
 
 function priceEvents(input: HistoryInput): Map<string, PriceEvent[]> {
@@ -64,7 +66,7 @@ function priceEvents(input: HistoryInput): Map<string, PriceEvent[]> {
     add(c.currencyCode, { time: c.changedAt.getTime(), value: c.price, bucketPrice: false });
   }
   // By bucket; within a bucket trades first, so the bucket's own price is what carries forward.
-  const bucket = (event: PriceEvent) => Math.floor(event.time / input.intervalMs);
+  const bucket = (event: PriceEvent) => floorTo(event.time, input.intervalMs);
   for (const list of events.values()) {
     list.sort(
       (a, b) =>

@@ -1,5 +1,6 @@
 import type { DataClient, PricePoint } from '../dataClient.ts';
 import { MAX_HOURS } from '../../shared/http/queryParams.ts';
+import { longestHoursWithin } from '../../shared/time/bucketGrid.ts';
 import { currenciesToPrice, historyBuckets } from './history.ts';
 import type { HoldingChange } from './holdings.ts';
 
@@ -17,7 +18,7 @@ export interface HistoryWindow {
  * data module's limits.
  */
 export function lookbackHours(hours: number, intervalSeconds: number, maxPoints: number): number {
-  const withinCap = Math.floor((maxPoints * intervalSeconds) / 3600);
+  const withinCap = longestHoursWithin(maxPoints, intervalSeconds);
   return Math.max(hours, Math.min(MAX_HOURS, 2 * hours + 24, withinCap));
 }
 

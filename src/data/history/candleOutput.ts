@@ -1,6 +1,7 @@
 import { sql, type DatabasePool } from 'slonik';
 import { ValidationError } from '../../shared/errors.ts';
-import type { CandleRequest, CandleRow, FillMode } from './candleQuery.ts';
+import type { CandleRow } from './answerSql.ts';
+import type { CandleRequest, FillMode } from './request.ts';
 
 /** The request fields the analyst routes and `platform export` share. */
 export interface CandleWindowInput {

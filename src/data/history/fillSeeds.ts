@@ -1,6 +1,6 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import type { CandleRequest } from './candleQuery.ts';
+import type { CandleRequest } from './request.ts';
 
 // The 'previous' and 'linear' fills carry values into the window from the nearest observations
 // outside it. Looked up on their own, before the answer's statement, so that statement does not

@@ -1,3 +1,4 @@
+import type { LocalGrid } from '../../shared/time/bucketGrid.ts';
 import { ceilTo, floorTo, LEVELS, mod, type Level, type LevelName } from './levels.ts';
 
 // Which relation answers which part of a history window. Pure functions over plain numbers
@@ -25,21 +26,11 @@ export interface RollupFreshness {
 }
 
 /**
- * The bucket grid of a query, in local wall-clock seconds: boundaries at `originSeconds + k·s`.
- * `zoneOffsetsSeconds` lists every UTC offset the zone uses over the window (just [0] for UTC).
- */
-export interface BucketGrid {
-  widthSeconds: number;
-  originSeconds: number;
-  zoneOffsetsSeconds: number[];
-}
-
-/**
  * Levels whose buckets nest in the query's buckets: the level width divides the bucket width,
  * the origin and every UTC offset of the zone, so no query boundary falls inside a level bucket.
  * Finest first; empty means only raw data can answer exactly.
  */
-export function usableLevels(grid: BucketGrid): Level[] {
+export function usableLevels(grid: LocalGrid): Level[] {
   return LEVELS.filter(
     (level) =>
       grid.widthSeconds % level.seconds === 0 &&

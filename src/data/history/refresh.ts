@@ -7,7 +7,7 @@ import {
 import { z } from 'zod';
 import { floorTo, LEVELS, type Level, type LevelName, type RollupMode } from './levels.ts';
 import { mergeIntervals, type Interval } from './planner.ts';
-import { readMaterialised, rollupMode } from './rollupState.ts';
+import { caggWatermark, readMaterialised, rollupMode } from './rollupState.ts';
 import { dropRunTexts } from './runTexts.ts';
 
 // Keeps the rollups in step with price_observations.
@@ -284,18 +284,6 @@ async function recomputeRanges(
 
 // ---------------------------------------------------------------------------------------------
 // Continuous aggregates
-
-/**
- * A continuous aggregate's watermark as an instant; NULL while nothing is materialised (the
- * function then returns the lowest representable time, which JavaScript cannot parse).
- */
-export function caggWatermark(matHypertableId: SqlFragment): SqlFragment {
-  return sql.fragment`(
-    SELECT CASE WHEN w < TIMESTAMPTZ '1900-01-01' THEN NULL ELSE w END
-    FROM (SELECT _timescaledb_functions.to_timestamp(
-                   _timescaledb_functions.cagg_watermark(${matHypertableId})) AS w) AS cagg
-  )`;
-}
 
 const idRangeRow = z.object({ id: z.number(), start: z.date(), end: z.date() });
 const caggRow = z.object({ watermark: z.date().nullable(), jobId: z.number().nullable() });

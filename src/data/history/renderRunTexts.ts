@@ -1,9 +1,11 @@
 import { sql, type DatabasePool, type SqlToken as SqlFragment } from 'slonik';
 import { z } from 'zod';
-import { runsJsonQuery, type CandleRequest } from './candleQuery.ts';
+import { runsJsonQuery } from './answerSql.ts';
+import { ITEM_SHAPES, type ItemShape } from './jsonText.ts';
 import { floorTo } from './levels.ts';
 import { readMaterialised, rollupMode } from './rollupState.ts';
-import { ITEM_SHAPES, RENDERED_LEVEL, RENDERED_RUN_MS, type ItemShape } from './runTexts.ts';
+import type { CandleRequest } from './request.ts';
+import { RENDERED_LEVEL, RENDERED_RUN_MS } from './runTexts.ts';
 
 // The worker's side of runTexts.ts: after each rollup refresh, renders the whole hourly runs
 // below the 1h level's materialisation watermark that have no text at their currency's current

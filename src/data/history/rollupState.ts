@@ -1,8 +1,24 @@
-import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
+import {
+  sql,
+  type CommonQueryMethods,
+  type DatabasePool,
+  type SqlToken as SqlFragment,
+} from 'slonik';
 import { z } from 'zod';
 import { LEVELS, type LevelName, type RollupMode } from './levels.ts';
 import type { RollupFreshness } from './planner.ts';
-import { caggWatermark } from './refresh.ts';
+
+/**
+ * A continuous aggregate's watermark as an instant; NULL while nothing is materialised (the
+ * function then returns the lowest representable time, which JavaScript cannot parse).
+ */
+export function caggWatermark(matHypertableId: SqlFragment): SqlFragment {
+  return sql.fragment`(
+    SELECT CASE WHEN w < TIMESTAMPTZ '1900-01-01' THEN NULL ELSE w END
+    FROM (SELECT _timescaledb_functions.to_timestamp(
+                   _timescaledb_functions.cagg_watermark(${matHypertableId})) AS w) AS cagg
+  )`;
+}
 
 const modeRow = z.object({ continuous: z.boolean(), tables: z.boolean() });
 

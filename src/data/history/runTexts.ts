@@ -1,19 +1,17 @@
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import type { CandleRequest } from './candleQuery.ts';
+import { utcOriginMs } from '../../shared/time/bucketGrid.ts';
+import type { ItemShape } from './jsonText.ts';
 import { LEVELS, mod } from './levels.ts';
 import type { Segment } from './planner.ts';
-import { gridOrigin, RUN_BUCKETS, type Run } from './windowParts.ts';
+import type { CandleRequest } from './request.ts';
+import { RUN_BUCKETS, type Run } from './runs.ts';
 
 // Whole runs of hourly history kept formatted in the database (sql/0091_history_run_texts.sql).
 // The in-process cache (runCache.ts) serves repeated answers; these serve the first one: the
 // worker renders every whole run of the 1h level below its materialisation watermark, so a
 // year at one hour reads 17 texts instead of formatting 8,760 buckets. They are read only at
 // the currency's current revision, so a recomputed backfill never shows through an old text.
-
-/** The item a JSON answer holds per bucket: a whole candle, or the contract's open. */
-export type ItemShape = 'candle' | 'open';
-export const ITEM_SHAPES: readonly ItemShape[] = ['open', 'candle'];
 
 /** The level whose whole runs are rendered: hourly buckets, what a year-long chart asks for. */
 export const RENDERED_LEVEL = LEVELS[1];
@@ -33,7 +31,7 @@ export function isRenderedRun(
     run.settled &&
     request.fill === 'none' &&
     request.intervalSeconds === RENDERED_LEVEL.seconds &&
-    gridOrigin(request) === 0 &&
+    utcOriginMs(request) === 0 &&
     mod(run.start, RENDERED_RUN_MS) === 0 &&
     run.end - run.start === RENDERED_RUN_MS &&
     sources.length === 1 &&

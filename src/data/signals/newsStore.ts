@@ -1,5 +1,6 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
+import { bucketSql } from '../history/gridSql.ts';
 import type { NewsSentimentInput } from '../routes/newsSentiment/schema.ts';
 
 /**
@@ -64,7 +65,7 @@ export async function sentimentPerBucket(
   range: { from: Date; to: Date; intervalSeconds: number },
 ) {
   return pool.any(sql.type(bucketRow)`
-    SELECT time_bucket(make_interval(secs => ${range.intervalSeconds}), publish_date, TIMESTAMPTZ 'epoch') AS timestamp,
+    SELECT ${bucketSql(range, sql.fragment`publish_date`)} AS timestamp,
            count(*) AS count,
            avg(weighted_score) AS "weightedScore",
            sum(weighted_score) AS "weightedScoreSum",

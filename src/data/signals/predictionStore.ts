@@ -1,5 +1,6 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
+import { bucketSql } from '../history/gridSql.ts';
 import type { PredictionInput } from '../routes/predictions/schema.ts';
 import { MODEL_TYPES } from './fields.ts';
 
@@ -131,7 +132,7 @@ export async function accuracyPerBucket(
   intervalSeconds: number,
 ) {
   return pool.any(sql.type(accuracyRow)`
-    SELECT time_bucket(make_interval(secs => ${intervalSeconds}), last_updated, TIMESTAMPTZ 'epoch') AS timestamp,
+    SELECT ${bucketSql({ intervalSeconds }, sql.fragment`last_updated`)} AS timestamp,
            count(*) AS count,
            count(market_price) AS evaluated,
            avg(error) AS "meanError",

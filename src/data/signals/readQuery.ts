@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ValidationError } from '../../shared/errors.ts';
+import { assertWithinPointCap, maxBuckets, type TimeWindow } from '../../shared/time/bucketGrid.ts';
 import { timestampSchema } from './timestamp.ts';
 
 // Query parameters shared by the read-back routes: a time range [from, to) in either timestamp
@@ -51,18 +51,9 @@ export function resolveRange(query: { from?: Date; to?: Date }): { from: Date; t
 }
 
 /** Same cap as the history route: answers are bounded by HISTORY_MAX_POINTS buckets. */
-export function assertPointCap(
-  range: { from: Date; to: Date },
-  intervalSeconds: number,
-  maxPoints: number,
-) {
-  const points = Math.ceil((range.to.getTime() - range.from.getTime()) / (intervalSeconds * 1000));
-  if (points > maxPoints) {
-    throw new ValidationError(
-      `The request would return up to ${points} buckets, more than the limit of ${maxPoints}; ` +
-        'use a larger intervalSeconds or a shorter range',
-      [{ path: 'query.intervalSeconds', message: `at most ${maxPoints} buckets per answer` }],
-      'too_many_points',
-    );
-  }
+export function assertPointCap(range: TimeWindow, intervalSeconds: number, maxPoints: number) {
+  assertWithinPointCap(maxBuckets({ intervalSeconds }, range), maxPoints, {
+    parameter: 'intervalSeconds',
+    advice: 'use a larger intervalSeconds or a shorter range',
+  });
 }

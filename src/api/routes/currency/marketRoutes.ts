@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
+import { NotFoundError } from '../../../shared/errors.ts';
+import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import type { DataClient } from '../../dataClient.ts';
 import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
@@ -49,14 +50,11 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       },
       errors: [400, 404, 503],
       handler: async (ctx, { params, query }) => {
-        const count = Math.ceil((query.hours * 3600) / query.intervalSeconds);
-        if (count > deps.maxPoints) {
-          throw new ValidationError(
-            `The request would return up to ${count} points, more than the limit of ${deps.maxPoints}; use a larger intervalSeconds`,
-            [{ path: 'query.intervalSeconds', message: `at most ${deps.maxPoints} points` }],
-            'too_many_points',
-          );
-        }
+        assertWithinPointCap(
+          maxBucketsOverHours(query.hours, query.intervalSeconds),
+          deps.maxPoints,
+          { parameter: 'intervalSeconds', advice: 'use a larger intervalSeconds' },
+        );
         if (!(await deps.data.currentPrice(params.code))) {
           throw new NotFoundError(`Unknown currency '${params.code}'`, 'unknown_currency');
         }

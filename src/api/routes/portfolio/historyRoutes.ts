@@ -1,5 +1,6 @@
 import type { DatabasePool } from 'slonik';
-import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
+import { NotFoundError } from '../../../shared/errors.ts';
+import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import type { DataClient } from '../../dataClient.ts';
 import { portfolioHistory } from '../../portfolio/history.ts';
@@ -44,19 +45,11 @@ export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRout
         const to = Date.now();
         const from = to - query.hours * 3_600_000;
         // The data module's rule, so that it never refuses the price histories asked below.
-        const count = Math.ceil((query.hours * 3600) / query.intervalSeconds);
-        if (count > deps.maxPoints) {
-          throw new ValidationError(
-            `The request would return up to ${count} points, more than the limit of ${deps.maxPoints}; use a larger intervalSeconds`,
-            [
-              {
-                path: 'query.intervalSeconds',
-                message: `at most ${deps.maxPoints} points per answer`,
-              },
-            ],
-            'too_many_points',
-          );
-        }
+        assertWithinPointCap(
+          maxBucketsOverHours(query.hours, query.intervalSeconds),
+          deps.maxPoints,
+          { parameter: 'intervalSeconds', advice: 'use a larger intervalSeconds' },
+        );
         const portfolio = await portfolioOf(deps.pool, signedInUser(ctx));
         const changes = await changesOf(deps.pool, portfolio.id, new Date(to));
         if (changes.length === 0) {

@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import type { DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { Logger } from '../../../shared/logger.ts';
-import { NotFoundError, ValidationError } from '../../../shared/errors.ts';
+import { NotFoundError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
 import { currencyExists } from '../../currencies/catalog.ts';
@@ -14,12 +14,9 @@ import {
   EXPORT_CONTENT_TYPES,
   ndjsonLines,
 } from '../../history/candleOutput.ts';
-import {
-  maxBuckets,
-  queryCandlesJson,
-  streamCandles,
-  type CandleRequest,
-} from '../../history/candleQuery.ts';
+import { queryCandlesJson, streamCandles } from '../../history/candleQuery.ts';
+import type { CandleRequest } from '../../history/request.ts';
+import { assertWithinPointCap, maxBuckets } from '../../../shared/time/bucketGrid.ts';
 import type { RunCache } from '../../history/runCache.ts';
 import { candleExportQuery, candleParams, candleQuery, candleSchema } from './schema.ts';
 import { respondWithJsonPieces } from '../jsonPieces.ts';
@@ -66,15 +63,10 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
       errors: [401, 403, 404, 503],
       handler: async (ctx, { params, query }) => {
         const request = candleRequestFrom(params.code, query);
-        const points = maxBuckets(request);
-        if (points > deps.maxPoints) {
-          throw new ValidationError(
-            `The request would return up to ${points} candles, more than the limit of ${deps.maxPoints}; ` +
-              `use a larger interval or the streaming export route /data/candles/${params.code}/export`,
-            [{ path: 'query.interval', message: `at most ${deps.maxPoints} points per answer` }],
-            'too_many_points',
-          );
-        }
+        assertWithinPointCap(maxBuckets(request, request), deps.maxPoints, {
+          parameter: 'interval',
+          advice: `use a larger interval or the streaming export route /data/candles/${params.code}/export`,
+        });
         const answer = await queryCandlesJson(deps.pool, request, {
           requireCurrency: true,
           cache: deps.historyCache,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { currencyCodeSchema } from '../../currencies/catalog.ts';
-import { isKnownTimeZone } from '../../history/timeZones.ts';
+import { isKnownTimeZone } from '../../../shared/time/timeZones.ts';
 import { integerParam, MAX_HOURS } from '../../../shared/http/queryParams.ts';
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400, w: 604_800 };

@@ -1,7 +1,7 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { ValidationError } from '../../../shared/errors.ts';
 import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
+import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
 import { queryOpensJson } from '../../history/candleQuery.ts';
@@ -84,20 +84,14 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
       },
       errors: [401, 403, 404, 503],
       handler: async (ctx, { params, query }) => {
-        const points = Math.ceil((query.hours * 3600) / query.intervalSeconds);
-        if (points > deps.maxPoints) {
-          throw new ValidationError(
-            `The request would return up to ${points} points, more than the limit of ${deps.maxPoints}; ` +
-              'use a larger intervalSeconds or the streaming export route',
-            [
-              {
-                path: 'query.intervalSeconds',
-                message: `at most ${deps.maxPoints} points per answer`,
-              },
-            ],
-            'too_many_points',
-          );
-        }
+        assertWithinPointCap(
+          maxBucketsOverHours(query.hours, query.intervalSeconds),
+          deps.maxPoints,
+          {
+            parameter: 'intervalSeconds',
+            advice: 'use a larger intervalSeconds or the streaming export route',
+          },
+        );
         const to = new Date();
         const from = new Date(to.getTime() - query.hours * 3_600_000);
         // The first price of each bucket is its candle's open, so the rollup planner answers.

@@ -1,16 +1,16 @@
 import { describe, expect, test } from '@jest/globals';
-import type { CandleRequest } from '../../src/data/history/candleQuery.ts';
+import { jsonArrayPieces } from '../../src/data/history/jsonText.ts';
+import type { CandleRequest } from '../../src/data/history/request.ts';
 import type { Segment } from '../../src/data/history/planner.ts';
 import {
-  groupRuns,
+  batchRuns,
   isCuttable,
-  jsonArrayPieces,
   MIN_BUCKETS_TO_SPLIT,
   planRuns,
   RUN_BUCKETS,
   type Run,
   type SettledSegment,
-} from '../../src/data/history/windowParts.ts';
+} from '../../src/data/history/runs.ts';
 
 const HOUR = 3_600_000;
 const from = Date.UTC(2025, 10, 22, 9, 28, 42, 395);
@@ -124,22 +124,22 @@ describe('planRuns', () => {
   });
 });
 
-describe('groupRuns', () => {
+describe('batchRuns', () => {
   const runsOf = (r: CandleRequest) => planRuns(r, settled(plan));
 
-  test('splits many buckets into two groups of consecutive runs of about as many buckets', () => {
+  test('splits many buckets into two batches of consecutive runs of about as many buckets', () => {
     const runs = runsOf(request());
-    const groups = groupRuns(runs, request());
-    expect(groups).toHaveLength(2);
-    expect(groups.flat()).toEqual(runs);
-    const hours = groups.map((g) => g.reduce((sum, run) => sum + (run.end - run.start) / HOUR, 0));
+    const batches = batchRuns(runs, request());
+    expect(batches).toHaveLength(2);
+    expect(batches.flat()).toEqual(runs);
+    const hours = batches.map((b) => b.reduce((sum, run) => sum + (run.end - run.start) / HOUR, 0));
     expect(Math.abs(hours[0]! - hours[1]!)).toBeLessThanOrEqual(RUN_BUCKETS);
   });
 
-  test('leaves fewer buckets than MIN_BUCKETS_TO_SPLIT in one group, and nothing as nothing', () => {
+  test('leaves fewer buckets than MIN_BUCKETS_TO_SPLIT in one batch, and nothing as nothing', () => {
     const short = request({ to: new Date(from + (MIN_BUCKETS_TO_SPLIT - 1) * HOUR) });
-    expect(groupRuns(runsOf(short), short)).toHaveLength(1);
-    expect(groupRuns([], request())).toEqual([]);
+    expect(batchRuns(runsOf(short), short)).toHaveLength(1);
+    expect(batchRuns([], request())).toEqual([]);
   });
 });
 

@@ -1,16 +1,17 @@
-import type { CandleRequest } from './candleQuery.ts';
+import { isBoundary, utcOriginMs } from '../../shared/time/bucketGrid.ts';
 import type { Segment } from './planner.ts';
+import type { CandleRequest } from './request.ts';
 
 // A window on a UTC grid is answered in runs of buckets, each formatted on its own: settled runs
-// are kept between requests (runCache.ts), and the runs still to compute go to the database in
-// up to two groups on separate connections at once, since formatting thousands of buckets is CPU
-// work inside PostgreSQL and one statement only ever uses one core. Pure functions over the
+// are kept between requests (historyCache.ts), and the runs still to compute go to the database
+// in up to two batches on separate connections at once, since formatting thousands of buckets is
+// CPU work inside PostgreSQL and one statement only ever uses one core. Pure functions over the
 // plan, so the cutting rules are unit-tested without a database.
 
 /** Below this many buckets one statement is quicker than the extra round trips. */
 export const MIN_BUCKETS_TO_SPLIT = 3000;
-/** Parts per answer: more than the database's cores only queue behind each other. */
-export const PARTS = 2;
+/** Batches per answer: more than the database's cores only queue behind each other. */
+export const BATCHES = 2;
 /**
  * Buckets per run: the body comes from PostgreSQL as one text per run (25–65 kB). Runs of a
  * megabyte would become strings the garbage collector only frees in a full mark-compact, and
@@ -24,14 +25,14 @@ export interface Run {
   end: number;
   /**
    * Whole buckets read only from settled rows (see SettledSegment), so its text may be kept
-   * (see runCache.ts).
+   * (see historyCache.ts).
    */
   settled: boolean;
 }
 
 /**
  * A source of the plan, and whether its rows are settled: they change only with the currency's
- * rollup revision (see runCache.ts).
+ * rollup revision (see historyCache.ts).
  */
 export interface SettledSegment extends Segment {
   settled: boolean;
@@ -56,7 +57,7 @@ export function planRuns(request: CandleRequest, segments: readonly SettledSegme
   const from = request.from.getTime();
   const to = request.to.getTime();
   const width = request.intervalSeconds * 1000;
-  const origin = gridOrigin(request);
+  const origin = utcOriginMs(request);
   const onGrid = (ms: number, round: (x: number) => number) =>
     origin + round((ms - origin) / width) * width;
   const cuts = new Set<number>();
@@ -76,7 +77,6 @@ export function planRuns(request: CandleRequest, segments: readonly SettledSegme
     ...[...cuts].filter((cut) => cut > from && cut < to).sort((a, b) => a - b),
     to,
   ];
-  const isBoundary = (ms: number) => onGrid(ms, Math.floor) === ms;
   return bounds.slice(1).map((end, i) => {
     const start = bounds[i]!;
     const touching = segments.filter((s) => s.start < end && s.end > start);
@@ -85,8 +85,8 @@ export function planRuns(request: CandleRequest, segments: readonly SettledSegme
       end,
       // A partial bucket at either end of the window is its window's alone: never kept.
       settled:
-        isBoundary(start) &&
-        isBoundary(end) &&
+        isBoundary(request, start) &&
+        isBoundary(request, end) &&
         touching.length > 0 &&
         touching.every((s) => s.settled),
     };
@@ -94,25 +94,25 @@ export function planRuns(request: CandleRequest, segments: readonly SettledSegme
 }
 
 /**
- * Splits runs to compute into up to PARTS groups of consecutive runs with about as many buckets
- * each, computed on separate connections at once; fewer than MIN_BUCKETS_TO_SPLIT buckets stay
- * one group.
+ * Splits runs to compute into up to BATCHES batches of consecutive runs with about as many
+ * buckets each, computed on separate connections at once; fewer than MIN_BUCKETS_TO_SPLIT
+ * buckets stay one batch.
  */
-export function groupRuns(runs: readonly Run[], request: CandleRequest): Run[][] {
+export function batchRuns(runs: readonly Run[], request: CandleRequest): Run[][] {
   if (runs.length === 0) return [];
   const width = request.intervalSeconds * 1000;
   const buckets = (run: Run) => (run.end - run.start) / width;
   const total = runs.reduce((sum, run) => sum + buckets(run), 0);
   if (total < MIN_BUCKETS_TO_SPLIT) return [[...runs]];
-  const groups: Run[][] = [[]];
+  const batches: Run[][] = [[]];
   let counted = 0;
   for (const run of runs) {
-    const share = (total * groups.length) / PARTS;
-    if (counted >= share && groups.length < PARTS) groups.push([]);
-    groups.at(-1)!.push(run);
+    const share = (total * batches.length) / BATCHES;
+    if (counted >= share && batches.length < BATCHES) batches.push([]);
+    batches.at(-1)!.push(run);
     counted += buckets(run);
   }
-  return groups.filter((group) => group.length > 0);
+  return batches.filter((batch) => batch.length > 0);
 }
 
 /** The plan's segments clipped to [start, end). */
@@ -124,20 +124,4 @@ export function clip(segments: readonly Segment[], start: number, end: number): 
       end: Math.min(segment.end, end),
     }))
     .filter((segment) => segment.start < segment.end);
-}
-
-/** An instant on the request's UTC grid of bucket boundaries. */
-export function gridOrigin(request: CandleRequest): number {
-  return (request.origin?.getTime() ?? 0) + (request.offsetSeconds ?? 0) * 1000;
-}
-
-/**
- * The pieces of one JSON array holding the given runs of items (each run the comma-separated
- * texts of its items), in order: `a,b` and `c` make the pieces of `[a,b,c]`. The pieces are
- * written one after the other rather than joined, which would copy the whole body once more (a
- * megabyte for a year of hourly candles).
- */
-export function jsonArrayPieces<T extends string | Buffer>(runs: readonly T[]): Array<T | string> {
-  const items = runs.filter((run) => run.length > 0);
-  return ['[', ...items.flatMap((item, i) => (i === 0 ? [item] : [',', item])), ']'];
 }

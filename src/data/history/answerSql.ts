@@ -1,0 +1,280 @@
+import { sql, type SqlToken as SqlFragment } from 'slonik';
+import { z } from 'zod';
+import type { FillSeeds, SeedPoint } from './fillSeeds.ts';
+import { bucketSql, bucketStartsSql, ts, type RunBounds } from './gridSql.ts';
+import { CANDLE_IS_EMPTY, CANDLE_ITEM, OPEN_ITEM, type ItemShape } from './jsonText.ts';
+import { LEVELS } from './levels.ts';
+import { mergeAdjacent, type Segment } from './planner.ts';
+import type { CandleRequest } from './request.ts';
+import { clip, RUN_BUCKETS, type Run } from './runs.ts';
+
+// The statements that answer a planned window: each segment's rows (a level's or raw), merged
+// into the request's buckets, gap-filled as asked, and for JSON answers formatted into runs of
+// items by PostgreSQL itself (jsonText.ts).
+
+export const candleRow = z.object({
+  timestamp: z.date(),
+  open: z.number().nullable(),
+  high: z.number().nullable(),
+  low: z.number().nullable(),
+  close: z.number().nullable(),
+  volume: z.number(),
+  count: z.number(),
+});
+export type CandleRow = z.infer<typeof candleRow>;
+
+// Over the wire the bucket start travels as epoch milliseconds: parsing a number is several
+// times cheaper than parsing a timestamp string, which shows on answers of thousands of rows.
+export const candleWireRow = candleRow.extend({ timestamp: z.number() });
+const EPOCH_MS = sql.fragment`(extract(epoch FROM bucket) * 1000)::float8`;
+
+export const fromWire = <T extends { timestamp: number }>(row: T) => ({
+  ...row,
+  timestamp: new Date(row.timestamp),
+});
+
+/**
+ * One row per run of consecutive buckets (at most RUN_BUCKETS): their JSON texts joined, and
+ * whether all are empty.
+ */
+export const runTextRow = z.object({ empty: z.boolean(), items: z.string() });
+/** Which run a bucket belongs to, where runs cannot be cut in time (see numberedRunsQuery). */
+const RUN_NUMBER = sql.fragment`(row_number() OVER (ORDER BY bucket) - 1) / ${RUN_BUCKETS}`;
+
+/** The bounds of the run a lateral subquery computes (see runsQuery). */
+const RUN = { lo: sql.fragment`run.lo`, hi: sql.fragment`run.hi` } satisfies RunBounds;
+
+/**
+ * The statement computing the given runs' JSON texts: one row (empty, items) per run, in order.
+ * It reads only the runs' own parts of the plan: each source's bounds are then constants that
+ * let the planner leave out every chunk no run reads (a year of 7-day chunks otherwise).
+ */
+export function runsJsonQuery(
+  request: CandleRequest,
+  segments: readonly Segment[],
+  seeds: FillSeeds,
+  shape: ItemShape,
+  runs: readonly Run[],
+) {
+  const own = mergeAdjacent(runs.flatMap((run) => clip(segments, run.start, run.end)));
+  return runsQuery(runs, perRunQuery(request, own, seeds, shape));
+}
+
+function segmentSource(code: string, segment: Segment, run?: RunBounds): SqlFragment {
+  if (segment.source === 'raw') {
+    return sql.fragment`
+      SELECT time AS t, open, high, low, close, volume, 1::bigint AS count,
+             time AS first_time, time AS last_time
+      FROM price_observations
+      WHERE currency_code = ${code} AND time >= ${ts(segment.start)} AND time < ${ts(segment.end)}
+        ${withinRun(sql.fragment`time`, run)}`;
+  }
+  const level = levelOf(segment);
+  return sql.fragment`
+    SELECT bucket AS t, open, high, low, close, volume, count, first_time, last_time
+    FROM ${sql.identifier([level.relation])}
+    WHERE currency_code = ${code} AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}
+      ${withinRun(sql.fragment`bucket`, run)}`;
+}
+
+/**
+ * Keeps a source's rows to one run. Runs start and end on bucket boundaries of the request
+ * (but for the window's own ends), and level rows nest inside the request's buckets, so a
+ * bucket's rows all fall in the same run.
+ */
+function withinRun(column: SqlFragment, run: RunBounds | undefined): SqlFragment {
+  return run ? sql.fragment`AND ${column} >= ${run.lo} AND ${column} < ${run.hi}` : sql.fragment``;
+}
+
+/** The whole answer in one statement, a row per bucket, ascending (see answerRows). */
+export function candleQuery(request: CandleRequest, segments: Segment[], seeds: FillSeeds) {
+  return sql.type(candleWireRow)`
+    SELECT ${EPOCH_MS} AS timestamp, open, high, low, close, volume, count
+    FROM (${answerRows(request, segments, seeds)}) AS answer ORDER BY bucket`;
+}
+
+/**
+ * One run's JSON text as PostgreSQL builds it, bounded by RUN: a row (empty, items) with the
+ * run's items joined by commas, and whether none holds an observation or a filled value. For
+ * answers of thousands of buckets, formatting them in SQL costs a fraction of turning rows into
+ * objects and serialising those.
+ */
+function perRunQuery(
+  request: CandleRequest,
+  segments: Segment[],
+  seeds: FillSeeds,
+  shape: ItemShape,
+): SqlFragment {
+  if (shape === 'open') {
+    return sql.fragment`
+      SELECT count(*) = 0 AS empty, string_agg(${OPEN_ITEM}, ',' ORDER BY bucket) AS items
+      FROM (${bucketRows(request, segments, 'open', RUN)}) AS buckets`;
+  }
+  return sql.fragment`
+    SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty, string_agg(${CANDLE_ITEM}, ',' ORDER BY bucket) AS items
+    FROM (${answerRows(request, segments, seeds, RUN)}) AS candle`;
+}
+
+/**
+ * The given runs, each computed and aggregated on its own by `perRun` (its sources reading only
+ * its rows): one row per run, in order. Cheaper than numbering a whole answer's rows and
+ * sorting them into runs, and no run groups enough buckets for a hash aggregate to spill.
+ */
+function runsQuery(runs: readonly Run[], perRun: SqlFragment) {
+  const instants = (pick: 'start' | 'end') =>
+    sql.array(
+      runs.map((run) => new Date(run[pick]).toISOString()),
+      'timestamptz',
+    );
+  return sql.type(runTextRow)`
+    SELECT run.lo, run.hi, coalesce(answer.empty, true) AS empty, coalesce(answer.items, '') AS items
+    FROM unnest(${instants('start')}, ${instants('end')}) WITH ORDINALITY AS run(lo, hi, n)
+    CROSS JOIN LATERAL (${perRun}) AS answer
+    ORDER BY run.n`;
+}
+
+/**
+ * An answer whose runs cannot be cut in time (buckets of a zone's days, fills that carry values
+ * across buckets): its rows (bucket, is_empty, item) are numbered in order and grouped by runs
+ * of RUN_BUCKETS.
+ */
+export function numberedRunsQuery(rows: SqlFragment) {
+  return sql.type(runTextRow)`
+    SELECT bool_and(is_empty) AS empty, string_agg(item, ',' ORDER BY bucket) AS items
+    FROM (SELECT *, ${RUN_NUMBER} AS run_number FROM (${rows}) AS numbered) AS items
+    GROUP BY run_number ORDER BY run_number`;
+}
+
+/**
+ * Sub-buckets from the planned sources, merged exactly into the request's buckets (open = first
+ * open by observation time, close = last close, extremes, sums), then gap-filled over the grid of
+ * bucket starts: one row per bucket (`bucket` and the candle's columns), in no particular order.
+ */
+export function answerRows(
+  request: CandleRequest,
+  segments: Segment[],
+  seeds: FillSeeds,
+  run?: RunBounds,
+): SqlFragment {
+  const data = bucketRows(request, segments, 'ohlcv', run);
+  if (request.fill === 'none') return data;
+  const joined = sql.fragment`
+    data AS (${data}),
+    grid AS (${bucketStartsSql(request, request, run)}),
+    joined AS (
+      SELECT coalesce(g.bucket, d.bucket) AS bucket, d.open, d.high, d.low, d.close,
+             coalesce(d.volume, 0) AS volume, coalesce(d.count, 0)::bigint AS count
+      FROM grid g FULL JOIN data d ON d.bucket = g.bucket
+    )`;
+  if (request.fill === 'null') {
+    return sql.fragment`
+      WITH ${joined}
+      SELECT bucket, open, high, low, close, volume, count FROM joined`;
+  }
+  if (request.fill === 'previous') {
+    return sql.fragment`
+      WITH ${joined},
+      marked AS (SELECT *, count(close) OVER (ORDER BY bucket) AS run FROM joined),
+      filled AS (
+        SELECT *, coalesce(first_value(close) OVER (PARTITION BY run ORDER BY bucket),
+                           ${seedClose(seeds.before)}) AS carried
+        FROM marked
+      )
+      SELECT bucket,
+             coalesce(open, carried) AS open, coalesce(high, carried) AS high,
+             coalesce(low, carried) AS low, coalesce(close, carried) AS close, volume, count
+      FROM filled`;
+  }
+  return sql.fragment`
+    WITH ${joined},
+    marked AS (
+      SELECT *, count(close) OVER (ORDER BY bucket) AS prev_run,
+                count(close) OVER (ORDER BY bucket DESC) AS next_run
+      FROM joined
+    ),
+    anchored AS (
+      SELECT m.*,
+             CASE WHEN prev_run = 0 THEN ${seedClose(seeds.before)}
+                  ELSE first_value(close) OVER (PARTITION BY prev_run ORDER BY bucket) END AS y0,
+             CASE WHEN prev_run = 0 THEN ${seedTime(seeds.before)}
+                  ELSE first_value(bucket) OVER (PARTITION BY prev_run ORDER BY bucket) END AS x0,
+             CASE WHEN next_run = 0 THEN ${seedClose(seeds.after)}
+                  ELSE first_value(close) OVER (PARTITION BY next_run ORDER BY bucket DESC) END AS y1,
+             CASE WHEN next_run = 0 THEN ${seedTime(seeds.after)}
+                  ELSE first_value(bucket) OVER (PARTITION BY next_run ORDER BY bucket DESC) END AS x1
+      FROM marked m
+    ),
+    interpolated AS (
+      SELECT *,
+             CASE WHEN close IS NOT NULL THEN NULL
+                  WHEN y0 IS NULL OR y1 IS NULL THEN NULL
+                  WHEN x1 <= x0 THEN y0
+                  ELSE y0 + (y1 - y0) * least(1, greatest(0,
+                         extract(epoch FROM bucket - x0) / extract(epoch FROM x1 - x0)))::float8
+             END AS line
+      FROM anchored
+    )
+    SELECT bucket,
+           coalesce(open, line) AS open, coalesce(high, line) AS high,
+           coalesce(low, line) AS low, coalesce(close, line) AS close, volume, count
+    FROM interpolated`;
+}
+
+const AGGREGATES = {
+  ohlcv: sql.fragment`first(open, first_time) AS open, max(high) AS high, min(low) AS low,
+    last(close, last_time) AS close, sum(volume) AS volume, sum(count)::bigint AS count`,
+  open: sql.fragment`first(open, first_time) AS open`,
+};
+const COLUMNS = {
+  ohlcv: sql.fragment`open, high, low, close, volume, count`,
+  open: sql.fragment`open`,
+};
+
+/**
+ * One row per non-empty bucket. Rows of a level exactly as wide as the buckets (1h rows for
+ * hourly buckets without a zone) already are answers and pass straight through; everything
+ * else is re-bucketed and merged. The two never share a bucket: a level serves whole buckets.
+ */
+function bucketRows(
+  request: CandleRequest,
+  segments: Segment[],
+  shape: 'ohlcv' | 'open',
+  run?: RunBounds,
+) {
+  const isDirect = (segment: Segment) => passesThrough(request, segment);
+  const direct = segments.filter(isDirect).map(
+    (segment) => sql.fragment`
+      SELECT bucket, ${COLUMNS[shape]} FROM ${sql.identifier([levelOf(segment).relation])}
+      WHERE currency_code = ${request.code}
+        AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}
+        ${withinRun(sql.fragment`bucket`, run)}`,
+  );
+  const rest = segments.filter((segment) => !isDirect(segment));
+  const merged = rest.length
+    ? [
+        sql.fragment`
+          SELECT ${bucketSql(request, sql.fragment`t`)} AS bucket, ${AGGREGATES[shape]}
+          FROM (${sql.join(
+            rest.map((segment) => segmentSource(request.code, segment, run)),
+            sql.fragment` UNION ALL `,
+          )}) AS parts
+          GROUP BY 1`,
+      ]
+    : [];
+  return sql.join([...direct, ...merged], sql.fragment` UNION ALL `);
+}
+
+export function passesThrough(request: CandleRequest, segment: Segment): boolean {
+  return (
+    !request.timeZone &&
+    segment.source !== 'raw' &&
+    levelOf(segment).seconds === request.intervalSeconds
+  );
+}
+
+function levelOf(segment: Segment) {
+  return LEVELS.find((l) => l.name === segment.source)!;
+}
+
+const seedClose = (point: SeedPoint | null) => sql.fragment`${point?.close ?? null}::float8`;
+const seedTime = (point: SeedPoint | null) => sql.fragment`${point?.time ?? null}::timestamptz`;
