@@ -30,6 +30,9 @@ const QUERIES = [
   'candles/{code}?hours=8760&interval=1d&tz=Europe/Berlin&fill=previous',
   'candles/{code}?hours=720&interval=4h&tz=America/New_York&fill=linear',
   'candles/{code}?hours=168&interval=90',
+  'candles/{code}?hours=2160&interval=15m',
+  'candles/{code}?hours=8760&interval=4h',
+  'candles/{code}?hours=8760&interval=1d&tz=Asia/Kolkata',
 ];
 
 const { values: args } = parseArgs({
