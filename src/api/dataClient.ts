@@ -11,6 +11,12 @@ const displayCurrency = z.object({
   value: z.number(),
   logoUrl: z.string(),
   lastUpdated: z.string(),
+  // The 24-hour statistics (null without a price in the last day).
+  open24h: z.number().nullable().default(null),
+  high24h: z.number().nullable().default(null),
+  low24h: z.number().nullable().default(null),
+  volume24h: z.number().nullable().default(null),
+  change24h: z.number().nullable().default(null),
 });
 export type DisplayCurrency = z.infer<typeof displayCurrency>;
 

@@ -109,7 +109,12 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     middleware: (app) => [
       authorizeErrorShape,
       corsForAllowedOrigins(config.API_ALLOWED_ORIGINS),
-      createSessionMiddleware(app, { pool: runtime.pool, timeouts, keys }),
+      createSessionMiddleware(app, {
+        pool: runtime.pool,
+        timeouts,
+        keys,
+        onSessionEnded: (idHash) => live.sessionEnded(idHash),
+      }),
       crossSiteGuard(config.API_ALLOWED_ORIGINS),
     ],
     extend: mountDashboard,

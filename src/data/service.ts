@@ -5,6 +5,7 @@ import { RouteRegistry } from '../shared/http/routes.ts';
 import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { createScopeGuard } from './auth.ts';
+import { DayStatsCache } from './history/dayStats.ts';
 import { readRollupStatus } from './history/rollupState.ts';
 import { RunCache } from './history/runCache.ts';
 import { registerCandleRoutes } from './routes/candles/candleRoutes.ts';
@@ -28,6 +29,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
       runtime.config.HISTORY_CACHE_MB > 0
         ? new RunCache(runtime.config.HISTORY_CACHE_MB * 1024 * 1024)
         : undefined,
+    dayStats: new DayStatsCache(runtime.pool),
     bulk: {
       maxItems: runtime.config.SIGNAL_BULK_MAX_ITEMS,
       maxBytes: runtime.config.SIGNAL_BULK_MAX_BYTES,

@@ -50,7 +50,9 @@ test('--role all: the API reaches the in-process data module with the local toke
   try {
     const api = listening(output(), 'api');
     expect(listening(output(), 'data')).toBeDefined();
-    expect(output()).toMatch(/data token \(read, write; replaced at every start\): pdt_/);
+    expect(output()).toMatch(
+      /data token \(read, write; replaced at every start of this host and port\): pdt_/,
+    );
     const client = new ApiClient(api!);
     const ready = await client.get('/health/ready');
     expect(ready.body).toEqual({
@@ -83,3 +85,34 @@ test('--role api --profile docs serves the reference without any data module', a
     await stop(child);
   }
 }, 90_000);
+
+const printedToken = (output: string) => /data token \([^)]*\): (pdt_\S+)/.exec(output)?.[1];
+
+test('a second --role data start without DATA_TOKEN leaves the first instance its token', async () => {
+  const ready = /platform is running[\s\S]*data token[^\n]*\n/;
+  const first = await spawnCli(['start', '--role', 'data'], env(), ready, 60_000);
+  try {
+    const second = await spawnCli(['start', '--role', 'data'], env(), ready, 60_000);
+    try {
+      const [firstToken, secondToken] = [
+        printedToken(first.output()),
+        printedToken(second.output()),
+      ];
+      expect(firstToken).toBeDefined();
+      expect(secondToken).not.toEqual(firstToken);
+      for (const [output, token] of [
+        [first.output(), firstToken],
+        [second.output(), secondToken],
+      ]) {
+        const answer = await fetch(`${listening(output!, 'data')!}/data/currency/all?limit=1`, {
+          headers: { authorization: `Bearer ${token!}` },
+        });
+        expect(answer.status).toBe(200);
+      }
+    } finally {
+      await stop(second.child);
+    }
+  } finally {
+    await stop(first.child);
+  }
+}, 120_000);

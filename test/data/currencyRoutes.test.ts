@@ -65,7 +65,26 @@ describe('GET /data/currency/all', () => {
       value: 65000.5,
       logoUrl: '/assets/cryptofont/btc.svg',
       lastUpdated: '2026-03-01T12:00:00.000Z',
+      open24h: null,
+      high24h: null,
+      low24h: null,
+      volume24h: null,
+      change24h: null,
     });
+    // ETH has prices in the last 24 hours: its statistics come from them.
+    const opens = series.map((c) => c.open);
+    expect(body.currencies[1]).toMatchObject({
+      currencyCode: 'ETH',
+      value: 3200.25,
+      open24h: series[0]!.open,
+      high24h: Math.max(...opens),
+      low24h: Math.min(...opens),
+      volume24h: 0,
+    });
+    expect(body.currencies[1].change24h).toBeCloseTo(
+      ((3200.25 - series[0]!.open) / series[0]!.open) * 100,
+      10,
+    );
   });
 
   test('pages with limit and offset', async () => {

@@ -2,15 +2,20 @@ import type { IncomingMessage } from 'node:http';
 import Keygrip from 'keygrip';
 import type { DatabasePool } from 'slonik';
 import { SESSION_COOKIE } from '../session/sessionMiddleware.ts';
-import { createSessionStore, type SessionTimeouts } from '../session/sessionStore.ts';
+import {
+  createSessionStore,
+  sessionIdHash,
+  type SessionTimeouts,
+} from '../session/sessionStore.ts';
 
 // Who is connecting: the same signed `sid` cookie and session store as the HTTP routes, checked
-// once at the Socket.IO handshake. koa's cookies sign `name=value` with the keygrip of
+// at the Socket.IO handshake; the gateway then ends the connection when the session ends. koa's cookies sign `name=value` with the keygrip of
 // SESSION_KEYS into `name.sig`; any key of the list verifies (rotation), as in koa.
 
 export interface HandshakeIdentity {
   userId: number;
-  sessionId: string;
+  /** SHA-256 of the session id (hex): the live connection ends with that session. */
+  sessionHash: string;
 }
 
 function parseCookies(header: string | undefined): Map<string, string> {
@@ -40,7 +45,9 @@ export function createHandshakeIdentity(options: {
     if (keygrip.index(`${SESSION_COOKIE}=${sessionId}`, signature) < 0) return undefined;
     const session = await store.get(sessionId);
     const userId = session?.userId;
-    return typeof userId === 'number' ? { userId, sessionId } : undefined;
+    return typeof userId === 'number'
+      ? { userId, sessionHash: sessionIdHash(sessionId) }
+      : undefined;
   };
 }
 

@@ -8,7 +8,7 @@ import { counter, gauge } from '../../shared/metrics.ts';
 import type { Runtime } from '../../shared/runtime.ts';
 import type { DataClient } from '../dataClient.ts';
 import type { Portfolio } from '../portfolio/valuation.ts';
-import type { SessionTimeouts } from '../session/sessionStore.ts';
+import { aliveSessions, type SessionTimeouts } from '../session/sessionStore.ts';
 import { closableAdapterPool } from './adapterPool.ts';
 import { BatchRooms } from './batchRooms.ts';
 import { Coalescer } from './coalescer.ts';
@@ -37,9 +37,14 @@ const HOLDINGS_CATCH_UP_MS = 3500;
 /** Holdings of connected users are re-read this often whatever happens (lost notifications). */
 const HOLDINGS_REFRESH_MS = 60_000;
 const userRoom = (userId: number) => `user:${userId}`;
+const SESSION_ROOM = 'session:';
+/** How often each instance checks that the sessions of its signed-in connections still live. */
+const SESSION_CHECK_MS = 500;
 
 interface SocketData {
   userId?: number;
+  /** The signed-in session's id hash; the connection ends when the session does. */
+  sessionHash?: string;
   /** Batched delivery: the codes followed and the shared room of that set. */
   batch?: { codes: Set<string>; room?: string };
 }
@@ -51,6 +56,8 @@ export interface LiveGatewayOptions {
   timeouts: SessionTimeouts;
   /** At most one price per code and one portfolio per user per this many ms (default 1000). */
   coalesceMs?: number;
+  /** How often expired sessions' connections are looked for (default 500 ms). */
+  sessionCheckMs?: number;
 }
 
 const connections = gauge('api_live_connections', 'Open Socket.IO connections on /trader.', [
@@ -139,6 +146,7 @@ export class LiveGateway {
       identify(socket.request).then(
         (identity) => {
           (socket as TraderSocket).data.userId = identity?.userId;
+          (socket as TraderSocket).data.sessionHash = identity?.sessionHash;
           next();
         },
         (error: unknown) => {
@@ -176,6 +184,45 @@ export class LiveGateway {
     const refresh = setInterval(() => void this.portfolios.reloadAll(), HOLDINGS_REFRESH_MS);
     refresh.unref();
     this.timers.add(refresh);
+    this.checkSessionsEvery(this.options.sessionCheckMs ?? SESSION_CHECK_MS);
+  }
+
+  /**
+   * The session was destroyed (logout, or replaced at sign-in): its connections end on every
+   * instance, through the adapter. A lost notification is caught by the periodic check.
+   */
+  sessionEnded(idHash: string): void {
+    this.nsp?.in(SESSION_ROOM + idHash).disconnectSockets(true);
+  }
+
+  /** Ends this instance's connections whose session expired or was deleted (idle, absolute). */
+  private checkSessionsEvery(ms: number) {
+    let running = false;
+    const timer = setInterval(() => {
+      if (running) return;
+      running = true;
+      void this.endExpiredSessions().finally(() => (running = false));
+    }, ms);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  private async endExpiredSessions() {
+    const nsp = this.nsp;
+    if (!nsp) return;
+    const hashes: string[] = [];
+    for (const room of nsp.adapter.rooms.keys()) {
+      if (room.startsWith(SESSION_ROOM)) hashes.push(room.slice(SESSION_ROOM.length));
+    }
+    if (hashes.length === 0) return;
+    try {
+      const alive = await aliveSessions(this.runtime.pool, this.options.timeouts, hashes);
+      const ended = hashes.filter((hash) => !alive.has(hash)).map((h) => SESSION_ROOM + h);
+      if (ended.length > 0) nsp.local.in(ended).disconnectSockets(true);
+    } catch (error) {
+      // The database is away: keep the connections rather than drop every signed-in user.
+      this.runtime.logger.warn({ err: error }, 'live: could not check sessions');
+    }
   }
 
   /** The user's holdings changed: every instance re-values that user's portfolio. */
@@ -285,6 +332,7 @@ export class LiveGateway {
     const kind = userId === undefined ? 'anonymous' : 'signed_in';
     connections.inc({ kind });
     const auth = handshakeAuth.parse(socket.handshake.auth);
+    if (socket.data.sessionHash) void socket.join(SESSION_ROOM + socket.data.sessionHash);
     if (auth.batch) socket.data.batch = { codes: new Set() };
     socket.on('disconnect', () => {
       connections.dec({ kind });

@@ -2,6 +2,14 @@ import type { PriceTick } from '../../data/prices/priceEvents.ts';
 import type { DataClient, DisplayCurrency } from '../dataClient.ts';
 import type { LivePrice } from './messages.ts';
 
+const NO_DAY_STATS = {
+  open24h: null,
+  high24h: null,
+  low24h: null,
+  volume24h: null,
+  change24h: null,
+};
+
 /**
  * The live gateway's view of current prices: read from the data module (at start and whenever
  * the price feed reconnects, since events sent while it was away are lost) and moved forward by
@@ -86,6 +94,7 @@ export class LivePriceBook {
         value,
         logoUrl: '',
         lastUpdated: iso,
+        ...NO_DAY_STATS,
       });
     }
     return true;

@@ -47,10 +47,16 @@ export function sessionKeys(config: Config, logger: Logger): string[] {
  */
 export function createSessionMiddleware(
   app: Koa,
-  options: { pool: DatabasePool; timeouts: SessionTimeouts; keys: string[] },
+  options: {
+    pool: DatabasePool;
+    timeouts: SessionTimeouts;
+    keys: string[];
+    /** A session was destroyed (logout, sign-in's new id): its live sockets must end. */
+    onSessionEnded?: (idHash: string) => void;
+  },
 ): Koa.Middleware {
   app.keys = options.keys;
-  const store = createSessionStore(options.pool, options.timeouts);
+  const store = createSessionStore(options.pool, options.timeouts, options.onSessionEnded);
   return createSession(
     {
       key: SESSION_COOKIE,

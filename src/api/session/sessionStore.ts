@@ -13,9 +13,17 @@ export interface SessionTimeouts {
 
 export type SessionData = Record<string, unknown> & { userId?: number; csrf?: string };
 
-const hashId = (id: string) => sql.binary(createHash('sha256').update(id).digest());
+/** The SHA-256 of a session id in hex: what the table keys it by, and its live sockets' room. */
+export const sessionIdHash = (id: string) => createHash('sha256').update(id).digest('hex');
 
-export function createSessionStore(pool: DatabasePool, timeouts: SessionTimeouts) {
+const hashId = (id: string) => sql.binary(Buffer.from(sessionIdHash(id), 'hex'));
+
+export function createSessionStore(
+  pool: DatabasePool,
+  timeouts: SessionTimeouts,
+  /** Told after a session was destroyed (logout, or the old id at sign-in), with its id hash. */
+  onDestroyed?: (idHash: string) => void,
+) {
   const idle = sql.fragment`make_interval(secs => ${timeouts.idleSeconds})`;
   const absolute = sql.fragment`make_interval(secs => ${timeouts.absoluteSeconds})`;
   return {
@@ -50,8 +58,24 @@ export function createSessionStore(pool: DatabasePool, timeouts: SessionTimeouts
 
     async destroy(id: string): Promise<void> {
       await pool.query(sql.unsafe`DELETE FROM app.sessions WHERE id_hash = ${hashId(id)}`);
+      onDestroyed?.(sessionIdHash(id));
     },
   };
+}
+
+/** Which of these sessions (by id hash, hex) are alive; read only, so it keeps none alive. */
+export async function aliveSessions(
+  pool: DatabasePool,
+  timeouts: SessionTimeouts,
+  idHashes: readonly string[],
+): Promise<Set<string>> {
+  const alive = await pool.anyFirst(sql.type(z.object({ hash: z.string() }))`
+    SELECT encode(id_hash, 'hex') AS hash FROM app.sessions
+    WHERE id_hash IN (SELECT decode(h, 'hex') FROM unnest(${sql.array(idHashes, 'text')}) AS h)
+      AND last_seen_at > now() - make_interval(secs => ${timeouts.idleSeconds})
+      AND created_at > now() - make_interval(secs => ${timeouts.absoluteSeconds})
+  `);
+  return new Set(alive);
 }
 
 /** Deletes sessions past either time-out; the store already refuses them, this reclaims space. */

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Option, type Command } from 'commander';
 import { sql } from 'slonik';
@@ -6,6 +7,7 @@ import { startWorkerRole } from '../../worker/start.ts';
 import { withWorkerOperations } from '../../worker/operations.ts';
 import { createToken, revokeToken } from '../../data/tokens/tokenStore.ts';
 import type { Config } from '../../shared/config.ts';
+import { NotFoundError } from '../../shared/errors.ts';
 import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
 import { startOpsListener } from '../../shared/http/opsServer.ts';
@@ -39,7 +41,7 @@ export const ROLES: Record<string, RoleStarter> = {
   worker: withWorkerOperations(startWorkerRole),
 };
 
-const LOCAL_TOKEN_NAME = 'local-start';
+const LOCAL_TOKEN_PREFIX = 'local-start-';
 
 export function registerStartCommand(program: Command) {
   const start = program
@@ -106,27 +108,45 @@ export async function startPlatform(
   const runtime = await createRuntime(config, logger);
   const handles: RoleHandle[] = [];
   installShutdown(handles, runtime, logger);
-  // Without DATA_TOKEN, a data role in this process gets a fresh local token, which the API
-  // role uses to call it and the person at the terminal gets to try it.
-  const localToken =
-    roles.includes('data') && !config.DATA_TOKEN ? await createLocalToken(runtime) : undefined;
-  const options: RoleOptions = { profile, dataToken: config.DATA_TOKEN ?? localToken };
+  const options: RoleOptions = { profile, dataToken: config.DATA_TOKEN };
+  let localToken: string | undefined;
   for (const role of roles) {
     const starter = ROLES[role];
     if (!starter) throw new Error(`unknown role '${role}'`);
     const handle = await starter(runtime, options);
     if (handle.name === 'data' && !config.DATA_URL) options.dataUrl = handle.url;
     handles.push(handle);
+    // Without DATA_TOKEN, a data role in this process gets a fresh local token, which the API
+    // role (started after it) uses to call it and the person at the terminal gets to try it.
+    if (handle.name === 'data' && !config.DATA_TOKEN && handle.url) {
+      localToken = await createLocalToken(runtime, handle.url);
+      options.dataToken = localToken;
+    }
   }
   // Probes and Prometheus need an HTTP port even where no role serves one (a lone worker).
   if (!handles.some((h) => h.url)) handles.push(await startOpsListener(runtime, [...handles]));
   await announce(runtime, handles, localToken);
 }
 
-async function createLocalToken(runtime: Runtime): Promise<string> {
-  await revokeToken(runtime.pool, LOCAL_TOKEN_NAME).catch(() => {});
-  const { token } = await createToken(runtime.pool, LOCAL_TOKEN_NAME, ['read', 'write']);
+/**
+ * The local token belongs to this instance: named after the host and the port its data role
+ * holds. Only that same name is replaced, so a start replaces the token of an earlier start of
+ * the same instance (which cannot still run: this one holds its port now) and never the token
+ * of another running instance, which an API elsewhere may be using.
+ */
+async function createLocalToken(runtime: Runtime, dataUrl: string): Promise<string> {
+  const name = localTokenName(hostname(), new URL(dataUrl).port);
+  await revokeToken(runtime.pool, name).catch((error: unknown) => {
+    if (!(error instanceof NotFoundError)) throw error;
+  });
+  const { token } = await createToken(runtime.pool, name, ['read', 'write']);
   return token;
+}
+
+/** `local-start-<host>-<port>` within the 64 characters and the alphabet token names allow. */
+function localTokenName(host: string, port: string): string {
+  const safeHost = host.replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 40) || 'host';
+  return `${LOCAL_TOKEN_PREFIX}${safeHost}-${port}`;
 }
 
 /** Tells the person at the terminal where things listen and hands them a working token. */
@@ -136,7 +156,7 @@ async function announce(runtime: Runtime, handles: RoleHandle[], token: string |
     const dataUrl = handles.find((h) => h.name === 'data')?.url;
     lines.push(
       '',
-      `  data token (read, write; replaced at every start): ${token}`,
+      `  data token (read, write; replaced at every start of this host and port): ${token}`,
       `  try: curl -H "Authorization: Bearer ${token}" ${dataUrl}/data/currency/all`,
     );
   }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dayStatsFields } from '../../../data/routes/currency/schema.ts';
 import { currencyCode, MAX_AMOUNT } from '../portfolio/schema.ts';
 
 const shares = z.number().min(0).max(MAX_AMOUNT);
@@ -21,6 +22,7 @@ export const displayCurrencySchema = z
     value: z.number().meta({ description: 'Current price in USD' }),
     logoUrl: z.string(),
     lastUpdated: z.string().meta({ description: 'Instant of the current price' }),
+    ...dayStatsFields,
   })
   .meta({ id: 'DisplayCurrency' });
 

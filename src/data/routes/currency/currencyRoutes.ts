@@ -5,6 +5,7 @@ import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
 import { queryOpensJson } from '../../history/candleQuery.ts';
+import { dayFields, type DayStatsCache } from '../../history/dayStats.ts';
 import type { RunCache } from '../../history/runCache.ts';
 import {
   currencyListQuery,
@@ -20,6 +21,8 @@ export interface CurrencyRouteDeps {
   maxPoints: number;
   /** Settled runs of history answers kept between requests; none when turned off. */
   historyCache?: RunCache;
+  /** The 24-hour statistics, computed once per harvest cycle. */
+  dayStats: DayStatsCache;
 }
 
 const displayRow = z.object({
@@ -27,6 +30,7 @@ const displayRow = z.object({
   currencyCode: z.string(),
   value: z.number(),
   lastUpdated: z.date(),
+  latest: z.date(),
 });
 
 export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRouteDeps) {
@@ -36,6 +40,11 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
       path: '/data/currency/all',
       operationId: 'listCurrencies',
       summary: 'Current value of every tracked currency, highest first',
+      description:
+        'Each item carries the statistics of the last 24 hours, from the rollups: `open24h` (the ' +
+        'first price of the window), `high24h`, `low24h`, `volume24h` and `change24h` (the current ' +
+        'value against `open24h`, in percent); null when the currency has no price in the window. ' +
+        'They are computed once per harvest cycle.',
       tags: ['currency'],
       security: bearerSecurity('read'),
       before: [deps.requireScope('read')],
@@ -47,16 +56,19 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
       handler: async (ctx, { query }) => {
         const rows = await deps.pool.any(sql.type(displayRow)`
           SELECT c.name AS "currencyName", c.code AS "currencyCode",
-                 s.price AS value, s.observed_at AS "lastUpdated"
+                 s.price AS value, s.observed_at AS "lastUpdated",
+                 max(s.observed_at) OVER () AS latest
           FROM currency_snapshots s JOIN currencies c ON c.code = s.currency_code
           ORDER BY s.price DESC, c.code
           LIMIT ${query.limit} OFFSET ${query.offset}
         `);
+        const stats = await deps.dayStats.get(rows[0]?.latest.getTime() ?? 0);
         ctx.body = {
-          currencies: rows.map((row) => ({
+          currencies: rows.map(({ latest: _latest, ...row }) => ({
             ...row,
             logoUrl: `/assets/cryptofont/${row.currencyCode.toLowerCase()}.svg`,
             lastUpdated: row.lastUpdated.toISOString(),
+            ...dayFields(row.value, stats.get(row.currencyCode)),
           })),
         };
       },

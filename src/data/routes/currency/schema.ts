@@ -1,6 +1,17 @@
 import { z } from 'zod';
 import { currencyCodeSchema } from '../../currencies/catalog.ts';
 
+const nullableNumber = (description: string) => z.number().nullable().meta({ description });
+
+/** The 24-hour statistics of a currency; null when it has no price in the last 24 hours. */
+export const dayStatsFields = {
+  open24h: nullableNumber('First price of the last 24 hours, in USD'),
+  high24h: nullableNumber('Highest price of the last 24 hours, in USD'),
+  low24h: nullableNumber('Lowest price of the last 24 hours, in USD'),
+  volume24h: nullableNumber('Volume traded over the last 24 hours (sum of the candles)'),
+  change24h: nullableNumber('Change of `value` against `open24h`, in percent'),
+};
+
 export const displayCurrencySchema = z
   .object({
     currencyName: z.string(),
@@ -8,6 +19,7 @@ export const displayCurrencySchema = z
     value: z.number().meta({ description: 'Latest price in USD' }),
     logoUrl: z.string().meta({ example: '/assets/cryptofont/btc.svg' }),
     lastUpdated: z.iso.datetime(),
+    ...dayStatsFields,
   })
   .meta({ id: 'DisplayCurrency' });
 
