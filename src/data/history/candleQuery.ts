@@ -724,26 +724,31 @@ const seedClose = (point: SeedPoint | null) => sql.fragment`${point?.close ?? nu
 const seedTime = (point: SeedPoint | null) => sql.fragment`${point?.time ?? null}::timestamptz`;
 
 /**
- * Start of every bucket that overlaps [from, to). In a zone the grid is walked in local wall-clock
- * time and each step mapped back through the same time_bucket, so DST days get their 23 or 25
- * hours and every start matches the data's buckets exactly.
+ * Start of every bucket that overlaps [from, to) and has begun by now: a fill never invents
+ * candles for time still to come, however far a window reaches (buckets holding data, stored up
+ * to PRICE_MAX_FUTURE_SECONDS ahead, still come from the data side of the join). In a zone the
+ * grid is walked in local wall-clock time and each step mapped back through the same
+ * time_bucket, so DST days get their 23 or 25 hours and every start matches the data's buckets.
  */
 function gridQuery(request: CandleRequest, run?: RunBounds): SqlFragment {
   const width = bucketWidth(request);
   const first = bucketOf(request, ts(request.from));
+  const lastStart = (end: SqlFragment) =>
+    sql.fragment`least(${end} - interval '1 microsecond', now())`;
   if (run) {
     return sql.fragment`
-      SELECT generate_series(${bucketOf(request, run.lo)}, ${run.hi} - interval '1 microsecond', ${width}) AS bucket`;
+      SELECT generate_series(${bucketOf(request, run.lo)}, ${lastStart(run.hi)}, ${width}) AS bucket`;
   }
   if (!request.timeZone) {
     return sql.fragment`
-      SELECT generate_series(${first}, ${ts(request.to)} - interval '1 microsecond', ${width}) AS bucket`;
+      SELECT generate_series(${first}, ${lastStart(ts(request.to))}, ${width}) AS bucket`;
   }
   const zone = sql.fragment`${request.timeZone}::text`;
   return sql.fragment`
     SELECT DISTINCT ${bucketOf(request, sql.fragment`(local AT TIME ZONE ${zone})`)} AS bucket
     FROM generate_series((${first}) AT TIME ZONE ${zone}, ${ts(request.to)} AT TIME ZONE ${zone}, ${width}) AS local
-    WHERE ${bucketOf(request, sql.fragment`(local AT TIME ZONE ${zone})`)} < ${ts(request.to)}`;
+    WHERE ${bucketOf(request, sql.fragment`(local AT TIME ZONE ${zone})`)} < ${ts(request.to)}
+      AND ${bucketOf(request, sql.fragment`(local AT TIME ZONE ${zone})`)} <= now()`;
 }
 
 /** Upper bound of the number of buckets a request can produce (for the point cap). */
