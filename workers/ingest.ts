@@ -1,7 +1,7 @@
 import type { Task, TaskList } from 'graphile-worker';
 import { dedicatedConnection } from '../src/data/ingest/connection.ts';
-import { BinanceKlineClient } from '../src/data/ingest/exchange/binanceKlines.ts';
 import { importExchangeSlice } from '../src/data/ingest/exchange/exchangeBackfill.ts';
+import { createCandleSource } from '../src/data/ingest/exchange/sources.ts';
 import { importFile } from '../src/data/ingest/importFile.ts';
 import {
   fileJobPayload,
@@ -42,9 +42,7 @@ export function ingestTasks(runtime: Runtime): TaskList {
 
   const ingestSlice: Task = async (payload) => {
     const { force, ...slice } = sliceJobPayload.parse(payload);
-    const client = new BinanceKlineClient({
-      baseUrl: runtime.config.BINANCE_API_URL,
-      timeoutMs: runtime.config.BACKFILL_HTTP_TIMEOUT_MS,
+    const client = createCandleSource(slice.source, runtime.config, {
       onWait: (reason, ms) => logger.info({ reason, ms }, 'exchange backfill waiting'),
     });
     report(await importExchangeSlice(connect, client, slice, { force }));

@@ -103,7 +103,15 @@ export const configSchema = z.object({
   KRAKEN_API_URL: z
     .url()
     .default('https://api.kraken.com')
-    .describe('Base URL of the Kraken public API (ticker).'),
+    .describe(
+      'Base URL of the Kraken public API (ticker; OHLC for healing and `backfill --source kraken`).',
+    ),
+  COINBASE_EXCHANGE_API_URL: z
+    .url()
+    .default('https://api.exchange.coinbase.com')
+    .describe(
+      'Base URL of the Coinbase Exchange public API (candles for healing and `backfill --source coinbase`).',
+    ),
   HARVEST_INTERVAL_SECONDS: z.coerce
     .number()
     .int()
@@ -142,7 +150,7 @@ export const configSchema = z.object({
     .max(8784)
     .default(72)
     .describe(
-      'Gap healing: the worker job (every 15 minutes) fills minutes without observation in this many past hours from Binance klines; 0 turns the job off.',
+      'Gap healing: the worker job (every 15 minutes) fills minutes without observation in this many past hours from the candle history of the exchanges MARKET_SOURCE names, in its order (Binance when it names none); 0 turns the job off.',
     ),
   BACKFILL_HTTP_TIMEOUT_MS: z.coerce
     .number()

@@ -3,16 +3,15 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { shippedCurrencies, upsertCurrencies } from '../../data/currencies/catalog.ts';
 import { dedicatedConnection } from '../../data/ingest/connection.ts';
-import { BinanceKlineClient } from '../../data/ingest/exchange/binanceKlines.ts';
 import {
   EXCHANGE_SOURCES,
-  exchangeSymbol,
   expectedCandles,
   importExchangeSlice,
   INTERVALS,
   planSlices,
   type ExchangeSource,
 } from '../../data/ingest/exchange/exchangeBackfill.ts';
+import { createCandleSource } from '../../data/ingest/exchange/sources.ts';
 import { expandInputs, planFile, type PlannedFile } from '../../data/ingest/files.ts';
 import { importFile } from '../../data/ingest/importFile.ts';
 import { enqueueFileJobs, enqueueSliceJobs } from '../../data/ingest/jobs.ts';
@@ -41,7 +40,7 @@ interface BackfillOptions {
   from?: string;
   to?: string;
   interval: string;
-  quote: string;
+  quote?: string;
 }
 
 export function registerBackfillCommand(program: Command) {
@@ -68,7 +67,10 @@ export function registerBackfillCommand(program: Command) {
         .choices(INTERVALS)
         .default('1m'),
     )
-    .option('--quote <asset>', 'with --source: quote asset of the pair', 'USDT')
+    .option(
+      '--quote <asset>',
+      'with --source: quote asset of the pair (default USDT on Binance, USD on Coinbase and Kraken)',
+    )
     .option('--json', 'print the summary as JSON')
     .addHelpText(
       'after',
@@ -204,9 +206,15 @@ async function backfillFromExchange(
   if (from >= to) usage('--from must be before --to');
   const code = (options.code ?? '').toUpperCase();
   if (!/^[A-Z0-9]{1,15}$/.test(code)) usage('--code must be 1 to 15 letters or digits');
+  const client = createCandleSource(options.source ?? 'binance', config, {
+    onWait: (reason, ms) => {
+      if (ms >= 1000)
+        process.stderr.write(`backfill: waiting ${Math.ceil(ms / 1000)} s (${reason})\n`);
+    },
+  });
   const slices = planSlices({
     code,
-    symbol: exchangeSymbol(code, options.quote),
+    symbol: client.symbol(code, options.quote),
     interval: options.interval,
     from: new Date(from),
     to: new Date(to),
@@ -221,14 +229,6 @@ async function backfillFromExchange(
     return null;
   }
 
-  const client = new BinanceKlineClient({
-    baseUrl: config.BINANCE_API_URL,
-    timeoutMs: config.BACKFILL_HTTP_TIMEOUT_MS,
-    onWait: (reason, ms) => {
-      if (ms >= 1000)
-        process.stderr.write(`backfill: waiting ${Math.ceil(ms / 1000)} s (${reason})\n`);
-    },
-  });
   const total = slices.reduce((sum, s) => sum + expectedCandles(s), 0);
   const progress = createProgress(total, { quiet: !!options.json });
   const collector = new SummaryCollector();

@@ -31,25 +31,30 @@ export interface RunBounds {
 }
 
 /**
- * Start of every bucket that overlaps the window (or the run's part of it). In a zone the grid
- * is walked in local wall-clock time and each step mapped back through the same time_bucket, so
- * DST days get their 23 or 25 hours and every start matches the data's buckets exactly.
+ * Start of every bucket that overlaps the window (or the run's part of it) and has begun by now:
+ * a fill never invents candles for time still to come, however far a window reaches (buckets
+ * holding data, stored up to PRICE_MAX_FUTURE_SECONDS ahead, still come from the data side of
+ * the join). In a zone the grid is walked in local wall-clock time and each step mapped back
+ * through the same time_bucket, so DST days get their 23 or 25 hours and every start matches
+ * the data's buckets exactly.
  */
 export function bucketStartsSql(grid: GridSpec, window: TimeWindow, run?: RunBounds): SqlFragment {
   const width = bucketWidth(grid);
   const first = bucketSql(grid, ts(window.from));
+  const lastStart = (end: SqlFragment) =>
+    sql.fragment`least(${end} - interval '1 microsecond', now())`;
   if (run) {
     return sql.fragment`
-      SELECT generate_series(${bucketSql(grid, run.lo)}, ${run.hi} - interval '1 microsecond', ${width}) AS bucket`;
+      SELECT generate_series(${bucketSql(grid, run.lo)}, ${lastStart(run.hi)}, ${width}) AS bucket`;
   }
   if (!grid.timeZone) {
     return sql.fragment`
-      SELECT generate_series(${first}, ${ts(window.to)} - interval '1 microsecond', ${width}) AS bucket`;
+      SELECT generate_series(${first}, ${lastStart(ts(window.to))}, ${width}) AS bucket`;
   }
   const zone = sql.fragment`${grid.timeZone}::text`;
   const local = bucketSql(grid, sql.fragment`(local AT TIME ZONE ${zone})`);
   return sql.fragment`
     SELECT DISTINCT ${local} AS bucket
     FROM generate_series((${first}) AT TIME ZONE ${zone}, ${ts(window.to)} AT TIME ZONE ${zone}, ${width}) AS local
-    WHERE ${local} < ${ts(window.to)}`;
+    WHERE ${local} < ${ts(window.to)} AND ${local} <= now()`;
 }

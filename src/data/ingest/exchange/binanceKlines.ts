@@ -1,4 +1,14 @@
-import { setTimeout as delay } from 'node:timers/promises';
+import type { CandleSource, RawKline } from './candleSource.ts';
+import { INTERVALS, intervalMs } from './intervals.ts';
+import {
+  ExchangeError,
+  PatientHttp,
+  retryAfterMs,
+  type PatientHttpOptions,
+} from './patientHttp.ts';
+
+export { ExchangeError };
+export type { RawKline };
 
 // Binance spot klines over REST: GET /api/v3/klines (weight 2, at most 1000 candles a call).
 // Binance counts request weight per IP and minute and reports the running total in
@@ -11,56 +21,47 @@ const DEFAULT_WEIGHT_LIMIT = 6000;
 /** Pause when this share of the minute's weight is used; leaves room for the live harvester. */
 const WEIGHT_HEADROOM = 0.8;
 
-export class ExchangeError extends Error {
-  readonly status: number | undefined;
-  readonly retryable: boolean;
-  constructor(message: string, status?: number, retryable = false) {
-    super(message);
-    this.name = 'ExchangeError';
-    this.status = status;
-    this.retryable = retryable;
-  }
-}
-
-export interface BinanceClientOptions {
+export interface BinanceClientOptions extends PatientHttpOptions {
   baseUrl: string;
-  timeoutMs?: number;
-  /** Retries of one request after time-outs, network errors and 5xx (429s are counted apart). */
-  maxRetries?: number;
   weightLimit?: number;
-  /** Injected by tests to observe waits without spending them. */
-  sleep?: (ms: number) => Promise<void>;
-  now?: () => number;
-  /** First back-off after a failure; doubles each retry. */
-  backoffMs?: number;
-  onWait?: (reason: string, ms: number) => void;
 }
 
-/** [openTime, open, high, low, close, volume, closeTime, quoteVolume, trades, takerBase, takerQuote, ignore] */
-export type RawKline = unknown[];
+const exchangeInfo = (body: unknown) =>
+  ((body as { symbols?: unknown }).symbols ?? []) as Array<{
+    symbol?: unknown;
+    status?: unknown;
+    baseAsset?: unknown;
+    quoteAsset?: unknown;
+  }>;
 
-export class BinanceKlineClient {
-  private readonly options: Required<Omit<BinanceClientOptions, 'onWait'>> &
-    Pick<BinanceClientOptions, 'onWait'>;
+export class BinanceKlineClient implements CandleSource {
+  readonly name = 'binance' as const;
+  readonly intervals = INTERVALS;
+  readonly defaultQuote = 'USDT';
+  private readonly baseUrl: string;
+  private readonly weightLimit: number;
+  private readonly http: PatientHttp;
 
   constructor(options: BinanceClientOptions) {
-    this.options = {
-      timeoutMs: 10_000,
-      maxRetries: 5,
-      weightLimit: DEFAULT_WEIGHT_LIMIT,
-      sleep: (ms) => delay(ms),
-      now: () => Date.now(),
-      backoffMs: 500,
-      ...options,
-      baseUrl: options.baseUrl.replace(/\/+$/, ''),
-    };
+    const { baseUrl, weightLimit, ...http } = options;
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.weightLimit = weightLimit ?? DEFAULT_WEIGHT_LIMIT;
+    this.http = new PatientHttp('Binance', http);
+  }
+
+  symbol(code: string, quote = this.defaultQuote): string {
+    return `${code.toUpperCase()}${quote.toUpperCase()}`;
+  }
+
+  candles(symbol: string, interval: string, fromMs: number, toMs: number) {
+    return this.klines(symbol, interval, intervalMs(interval), fromMs, toMs);
   }
 
   /** Every kline with an open time in [fromMs, toMs), page by page. */
   async *klines(
     symbol: string,
     interval: string,
-    intervalMs: number,
+    stepMs: number,
     fromMs: number,
     toMs: number,
   ): AsyncGenerator<RawKline[]> {
@@ -71,7 +72,7 @@ export class BinanceKlineClient {
       if (inRange.length > 0) yield inRange;
       const last = page[page.length - 1]?.[0];
       if (page.length < BINANCE_KLINE_LIMIT || typeof last !== 'number' || last < start) return;
-      start = last + intervalMs;
+      start = last + stepMs;
     }
   }
 
@@ -82,107 +83,62 @@ export class BinanceKlineClient {
     endMs: number,
   ): Promise<RawKline[]> {
     const url =
-      `${this.options.baseUrl}/api/v3/klines?symbol=${encodeURIComponent(symbol)}` +
+      `${this.baseUrl}/api/v3/klines?symbol=${encodeURIComponent(symbol)}` +
       `&interval=${encodeURIComponent(interval)}&startTime=${startMs}&endTime=${endMs}` +
       `&limit=${BINANCE_KLINE_LIMIT}`;
-    let failures = 0;
-    let throttles = 0;
-    for (;;) {
-      let response: Response;
-      let body: unknown;
-      try {
-        response = await fetch(url, {
-          signal: AbortSignal.timeout(this.options.timeoutMs),
-          headers: { accept: 'application/json' },
-        });
-        if (response.status === 429) {
-          await response.body?.cancel();
-          if (++throttles > this.options.maxRetries) {
-            throw new ExchangeError('Binance kept answering 429 (rate limited)', 429, true);
-          }
-          await this.wait('429 rate limited', retryAfterMs(response) ?? 60_000);
-          continue;
-        }
-        if (response.status === 418) {
-          await response.body?.cancel();
-          const seconds = Math.ceil((retryAfterMs(response) ?? 0) / 1000);
-          throw new ExchangeError(
-            `Binance banned this IP address (418)${seconds ? ` for ${seconds} s` : ''}; stopping`,
-            418,
-          );
-        }
-        if (response.status >= 500) {
-          await response.body?.cancel();
-          throw new ExchangeError(`Binance answered ${response.status}`, response.status, true);
-        }
-        if (!response.ok) {
-          throw new ExchangeError(
-            `Binance refused the request (${response.status}): ${await errorText(response)}`,
-            response.status,
-          );
-        }
-        body = await response.json();
-      } catch (error) {
-        if (error instanceof ExchangeError && !error.retryable) throw error;
-        if (error instanceof ExchangeError && error.status === 429) throw error;
-        if (++failures > this.options.maxRetries) {
-          throw new ExchangeError(
-            `Binance request failed after ${failures} attempts: ${describe(error)}`,
-            (error as ExchangeError).status,
-          );
-        }
-        await this.wait(describe(error), this.options.backoffMs * 2 ** (failures - 1));
-        continue;
-      }
-      if (!Array.isArray(body) || !body.every(Array.isArray)) {
-        throw new ExchangeError('Binance answered something other than an array of klines');
-      }
-      await this.paceOnWeight(response);
-      return body as RawKline[];
+    const body = await this.http.getJson(url, this.hooks);
+    if (!Array.isArray(body) || !body.every(Array.isArray)) {
+      throw new ExchangeError('Binance answered something other than an array of klines');
     }
+    return body as RawKline[];
   }
+
+  /** Pairs in trading against `quote`, from exchangeInfo (weight 20, every symbol at once). */
+  async listed(codes: string[], quote = this.defaultQuote): Promise<Set<string>> {
+    const body = await this.http.getJson(
+      `${this.baseUrl}/api/v3/exchangeInfo?permissions=SPOT`,
+      this.hooks,
+    );
+    const trading = new Set(
+      exchangeInfo(body)
+        .filter((s) => s.status === 'TRADING' && s.quoteAsset === quote.toUpperCase())
+        .map((s) => String(s.baseAsset)),
+    );
+    return new Set(codes.filter((code) => trading.has(code.toUpperCase())));
+  }
+
+  private readonly hooks = {
+    errorText,
+    fatal: (response: Response) => {
+      if (response.status !== 418) return undefined;
+      const seconds = Math.ceil((retryAfterMs(response) ?? 0) / 1000);
+      return new ExchangeError(
+        `Binance banned this IP address (418)${seconds ? ` for ${seconds} s` : ''}; stopping`,
+        418,
+      );
+    },
+    after: (response: Response) => this.paceOnWeight(response),
+  };
 
   private async paceOnWeight(response: Response) {
     const used = Number(response.headers.get('x-mbx-used-weight-1m'));
-    if (!Number.isFinite(used) || used < this.options.weightLimit * WEIGHT_HEADROOM) return;
+    if (!Number.isFinite(used) || used < this.weightLimit * WEIGHT_HEADROOM) return;
     // The weight window is the calendar minute; wait for the next one (plus a little skew).
-    const now = this.options.now();
-    await this.wait(
-      `request weight ${used}/${this.options.weightLimit}`,
+    const now = this.http.now;
+    await this.http.wait(
+      `request weight ${used}/${this.weightLimit}`,
       60_000 - (now % 60_000) + 500,
     );
   }
-
-  private async wait(reason: string, ms: number) {
-    this.options.onWait?.(reason, ms);
-    await this.options.sleep(ms);
-  }
 }
 
-function retryAfterMs(response: Response): number | undefined {
-  const header = response.headers.get('retry-after');
-  if (!header) return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
-
-async function errorText(response: Response): Promise<string> {
-  const text = await response.text().catch(() => '');
+function errorText(text: string): string | undefined {
   try {
     const parsed = JSON.parse(text) as { msg?: string; code?: number };
     if (parsed.msg)
       return `${parsed.msg}${parsed.code !== undefined ? ` (code ${parsed.code})` : ''}`;
   } catch {
-    // not JSON: show the start of the text
+    // not JSON: the caller shows the start of the text
   }
-  return text.slice(0, 200) || response.statusText;
-}
-
-function describe(error: unknown): string {
-  // AbortSignal.timeout() rejects with a DOMException, which is not always an Error instance.
-  const { name, message } = (error ?? {}) as { name?: string; message?: string };
-  if (name === 'TimeoutError') return 'request timed out';
-  return message ?? String(error);
+  return undefined;
 }

@@ -5,34 +5,22 @@ import { emptyResult, failedResult, loadUnit, type LoadOptions } from '../loader
 import { TimeParser } from '../timeParsing.ts';
 import { isUnitComplete } from '../unitStore.ts';
 import type { Candle, Rejection, UnitResult } from '../types.ts';
-import type { BinanceKlineClient, RawKline } from './binanceKlines.ts';
+import {
+  HISTORY_SOURCES,
+  type CandleSource,
+  type HistorySourceName,
+  type RawKline,
+} from './candleSource.ts';
+import { INTERVALS, intervalMs } from './intervals.ts';
 
 // Backfill from an exchange's REST API, cut into time slices. Each slice is fetched whole (a day
 // of one-minute candles is 1440 rows, two requests), then loaded as one unit with its completion
 // record, so an interrupted backfill resumes at the first slice not recorded, and --enqueue can
 // spread slices over several workers.
 
-export const EXCHANGE_SOURCES = ['binance'] as const;
-export type ExchangeSource = (typeof EXCHANGE_SOURCES)[number];
-
-const INTERVAL_MS: Record<string, number> = {
-  '1s': 1_000,
-  '1m': 60_000,
-  '3m': 180_000,
-  '5m': 300_000,
-  '15m': 900_000,
-  '30m': 1_800_000,
-  '1h': 3_600_000,
-  '2h': 7_200_000,
-  '4h': 14_400_000,
-  '6h': 21_600_000,
-  '8h': 28_800_000,
-  '12h': 43_200_000,
-  '1d': 86_400_000,
-  '3d': 259_200_000,
-  '1w': 604_800_000,
-};
-export const INTERVALS = Object.keys(INTERVAL_MS);
+export const EXCHANGE_SOURCES = HISTORY_SOURCES;
+export type ExchangeSource = HistorySourceName;
+export { INTERVALS, intervalMs };
 
 /** Candles per slice: a day of one-minute candles. */
 const CANDLES_PER_SLICE = 1440;
@@ -44,17 +32,6 @@ export interface ExchangeSlice {
   interval: string;
   fromMs: number;
   toMs: number;
-}
-
-export function intervalMs(interval: string): number {
-  const ms = INTERVAL_MS[interval];
-  if (!ms) throw new Error(`unsupported interval '${interval}' (one of ${INTERVALS.join(', ')})`);
-  return ms;
-}
-
-/** The exchange pair for a currency code: BTC → BTCUSDT (prices in the dollar stablecoin). */
-export function exchangeSymbol(code: string, quote = 'USDT'): string {
-  return `${code.toUpperCase()}${quote.toUpperCase()}`;
 }
 
 /** Cuts [from, to) into slices aligned to the epoch, each CANDLES_PER_SLICE candles long. */
@@ -104,7 +81,7 @@ export function expectedCandles(s: ExchangeSlice): number {
  */
 export async function importExchangeSlice(
   connect: Connect,
-  client: BinanceKlineClient,
+  client: CandleSource,
   slice: ExchangeSlice,
   options: LoadOptions = {},
 ): Promise<UnitResult> {
@@ -150,7 +127,7 @@ export async function importExchangeSlice(
 }
 
 async function fetchSlice(
-  client: BinanceKlineClient,
+  client: CandleSource,
   slice: ExchangeSlice,
   code: string,
   label: string,
@@ -159,13 +136,7 @@ async function fetchSlice(
   const rejections: Rejection[] = [];
   const time = new TimeParser('ms');
   let index = 0;
-  const pages = client.klines(
-    slice.symbol,
-    slice.interval,
-    intervalMs(slice.interval),
-    slice.fromMs,
-    slice.toMs,
-  );
+  const pages = client.candles(slice.symbol, slice.interval, slice.fromMs, slice.toMs);
   for await (const page of pages) {
     for (const kline of page) {
       index++;
@@ -183,7 +154,7 @@ function klineToCandle(
   time: TimeParser,
   index: number,
 ): Candle | string {
-  if (k.length < 6) return `expected 12 kline fields, found ${k.length}`;
+  if (k.length < 6) return `expected 6 candle fields, found ${k.length}`;
   const timeUs = typeof k[0] === 'number' ? time.parseEpoch(k[0]) : 'open time is not a number';
   if (typeof timeUs === 'string') return timeUs;
   const [open, high, low, close, volume] = [1, 2, 3, 4, 5].map((i) =>

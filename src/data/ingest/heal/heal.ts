@@ -1,14 +1,18 @@
 import type pg from 'pg';
 import type { Connect } from '../connection.ts';
-import type { BinanceKlineClient, RawKline } from '../exchange/binanceKlines.ts';
-import { exchangeSymbol, klinesToCandles } from '../exchange/exchangeBackfill.ts';
+import type { CandleSource, RawKline } from '../exchange/candleSource.ts';
+import { klinesToCandles } from '../exchange/exchangeBackfill.ts';
+import { ExchangeError } from '../exchange/patientHttp.ts';
 import { loadUnit } from '../loader.ts';
+import type { Candle } from '../types.ts';
 import { healFilledCandles, healKnownGapCandles } from '../../../shared/metrics.ts';
 
 // Gap healing: the minutes of a look-back window (after a currency's first observation) that have
-// no observation are fetched as one-minute candles from the exchange and loaded through the normal
-// ingest path (never overwriting, source recorded, rollup ranges marked). Minutes the exchange does
-// not have either are remembered in price_gaps, so they are not asked for again.
+// no observation are fetched as one-minute candles from the exchanges, in order (what the first
+// lacks is asked of the next), and loaded through the normal ingest path (never overwriting,
+// source recorded, rollup ranges marked). Minutes that every exchange answered it does not have
+// are remembered in price_gaps, so they are not asked for again; when an exchange failed instead,
+// nothing is remembered and the next pass asks again.
 
 const MINUTE = 60_000;
 
@@ -26,6 +30,10 @@ export interface HealResult {
   knownGaps: number;
   /** Another process held this currency's heal lock: nothing done. */
   skipped: boolean;
+  /** Minutes filled, by exchange. */
+  bySource: Record<string, number>;
+  /** Exchange failures (the minutes concerned stay open for the next pass). */
+  errors: string[];
 }
 
 export interface HealOptions {
@@ -70,7 +78,7 @@ export async function findGaps(
 /** Heals one currency; a session advisory lock keeps concurrent passes off the same currency. */
 export async function healCurrency(
   connect: Connect,
-  client: BinanceKlineClient,
+  sources: CandleSource[],
   code: string,
   options: HealOptions,
 ): Promise<HealResult> {
@@ -78,7 +86,15 @@ export async function healCurrency(
   // Only closed minutes: the current one may still receive observations.
   const endMs = Math.floor(now / MINUTE) * MINUTE - MINUTE;
   const startMs = endMs - options.lookbackHours * 3_600_000;
-  const result: HealResult = { code, missing: 0, filled: 0, knownGaps: 0, skipped: false };
+  const result: HealResult = {
+    code,
+    missing: 0,
+    filled: 0,
+    knownGaps: 0,
+    skipped: false,
+    bySource: {},
+    errors: [],
+  };
   const connection = await connect();
   let broken: Error | undefined;
   try {
@@ -92,28 +108,16 @@ export async function healCurrency(
       if (startMs >= endMs) return result;
       for (const range of await findGaps(db, code, startMs, endMs)) {
         result.missing += (range.toMs - range.fromMs) / MINUTE;
-        const candles = await fetchRange(client, code, range);
-        if (candles.length > 0) {
-          const label = `heal binance ${code} ${new Date(range.fromMs).toISOString()}..${new Date(range.toMs).toISOString()}`;
-          const loaded = await loadUnit(db, {
-            key: null,
-            kind: 'exchange',
-            label,
-            source: 'binance',
-            rows: async function* () {
-              yield { file: label, candles, rejections: [], bytes: 0 };
-            },
-            expected: [{ code, from: new Date(range.fromMs), to: new Date(range.toMs) }],
-          });
-          result.filled += loaded.inserted;
-        }
-        result.knownGaps += await rememberGaps(db, code, range);
+        const settled = await healRange(db, sources, code, range, result);
+        if (settled) result.knownGaps += await rememberGaps(db, code, range);
       }
     } finally {
       await db.query(`SELECT pg_advisory_unlock(hashtext('heal:' || $1))`, [code]);
     }
-    healFilledCandles.inc({ source: 'binance' }, result.filled);
-    healKnownGapCandles.inc({ source: 'binance' }, result.knownGaps);
+    for (const [source, filled] of Object.entries(result.bySource)) {
+      healFilledCandles.inc({ source }, filled);
+    }
+    healKnownGapCandles.inc({ source: sources.map((s) => s.name).join('+') }, result.knownGaps);
     return result;
   } catch (error) {
     broken = error as Error;
@@ -123,8 +127,79 @@ export async function healCurrency(
   }
 }
 
-async function fetchRange(client: BinanceKlineClient, code: string, range: HealRange) {
-  const pages = client.klines(exchangeSymbol(code), '1m', MINUTE, range.fromMs, range.toMs);
+/**
+ * Asks each exchange in turn for what is still open in `range` and loads what it has. True when
+ * every exchange answered (so what is still open is a known gap), false when one failed.
+ */
+async function healRange(
+  db: pg.ClientBase,
+  sources: CandleSource[],
+  code: string,
+  range: HealRange,
+  result: HealResult,
+): Promise<boolean> {
+  let open: HealRange[] = [range];
+  let settled = true;
+  for (const source of sources) {
+    const stillOpen: HealRange[] = [];
+    for (const part of open) {
+      let candles: Candle[];
+      try {
+        candles = await fetchRange(source, code, part);
+      } catch (error) {
+        if (!(error instanceof ExchangeError)) throw error;
+        if (!isUnlisted(error)) {
+          settled = false;
+          result.errors.push(`${source.name}: ${error.message}`);
+        }
+        stillOpen.push(part);
+        continue;
+      }
+      if (candles.length > 0) {
+        const label = `heal ${source.name} ${code} ${new Date(part.fromMs).toISOString()}..${new Date(part.toMs).toISOString()}`;
+        const loaded = await loadUnit(db, {
+          key: null,
+          kind: 'exchange',
+          label,
+          source: source.name,
+          rows: async function* () {
+            yield { file: label, candles, rejections: [], bytes: 0 };
+          },
+          expected: [{ code, from: new Date(part.fromMs), to: new Date(part.toMs) }],
+        });
+        result.filled += loaded.inserted;
+        result.bySource[source.name] = (result.bySource[source.name] ?? 0) + loaded.inserted;
+      }
+      stillOpen.push(...uncovered(part, candles));
+    }
+    open = stillOpen;
+    if (open.length === 0) break;
+  }
+  return settled;
+}
+
+/** A refusal that means "no such pair here" (the exchange does not list the currency). */
+function isUnlisted(error: ExchangeError): boolean {
+  return (
+    !error.retryable && (error.status === undefined || error.status === 400 || error.status === 404)
+  );
+}
+
+/** The minutes of `range` that none of `candles` covers, as contiguous ranges. */
+function uncovered(range: HealRange, candles: Candle[]): HealRange[] {
+  const covered = new Set(candles.map((c) => Math.floor(c.timeUs / 1000 / MINUTE) * MINUTE));
+  const ranges: HealRange[] = [];
+  for (let t = range.fromMs; t < range.toMs; t += MINUTE) {
+    if (covered.has(t)) continue;
+    const last = ranges[ranges.length - 1];
+    if (last && last.toMs === t) last.toMs = t + MINUTE;
+    else ranges.push({ fromMs: t, toMs: t + MINUTE });
+  }
+  return ranges;
+}
+
+async function fetchRange(source: CandleSource, code: string, range: HealRange) {
+  const pages = source.candles(source.symbol(code), '1m', range.fromMs, range.toMs);
   const raw: RawKline[] = [];
   for await (const page of pages) raw.push(...page);
   return klinesToCandles(raw, code).candles;
@@ -149,12 +224,12 @@ async function rememberGaps(db: pg.ClientBase, code: string, range: HealRange): 
 /** One pass over the given currencies (or every currency with observations). */
 export async function healAll(
   connect: Connect,
-  client: BinanceKlineClient,
+  sources: CandleSource[],
   codes: string[],
   options: HealOptions,
 ): Promise<HealResult[]> {
   const results: HealResult[] = [];
-  for (const code of codes) results.push(await healCurrency(connect, client, code, options));
+  for (const code of codes) results.push(await healCurrency(connect, sources, code, options));
   return results;
 }
 
