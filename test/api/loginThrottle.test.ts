@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
-import { newAccount } from '../support/apiClient.ts';
+import { newAccount, type ApiClient } from '../support/apiClient.ts';
 
 // Three failures per account, five per client address. The API trusts X-Forwarded-For here (as
 // behind a proxy), so each test plays from its own address.
@@ -156,3 +156,73 @@ test('sign-ups from one address are limited (a parallel burst included); other a
     await limited.close();
   }
 });
+
+test('behind a throttled shared address, a browser that signed in before still gets in with the right password; others get 429', async () => {
+  const address = nextAddress();
+  const login = (client: ApiClient, email: string, password: string) =>
+    client.post(
+      '/api/authorize/login',
+      { email, password },
+      { headers: { 'x-forwarded-for': address } },
+    );
+  const account = await registered();
+  const knownBrowser = harness.client();
+  expect((await login(knownBrowser, account.email, account.password)).status).toBe(200);
+  expect(knownBrowser.jar.has('device')).toBe(true);
+  expect((await knownBrowser.get('/api/authorize/logout')).status).toBe(200);
+
+  // Someone else behind the same address exhausts its limit guessing at other accounts.
+  for (let i = 0; i < 5; i++) {
+    const guess = await login(harness.client(), `nat${i}.${Date.now()}@example.com`, 'guess');
+    expect(guess.status).toBe(401);
+  }
+  expect((await login(harness.client(), account.email, account.password)).status).toBe(429);
+
+  expect((await login(knownBrowser, account.email, account.password)).status).toBe(200);
+});
+
+test('a device cookie counts only for its own account, and a forged one counts for nothing', async () => {
+  const address = nextAddress();
+  const login = (client: ApiClient, email: string, password: string) =>
+    client.post(
+      '/api/authorize/login',
+      { email, password },
+      { headers: { 'x-forwarded-for': address } },
+    );
+  const owner = await registered();
+  const other = await registered();
+  const browser = harness.client();
+  expect((await login(browser, owner.email, owner.password)).status).toBe(200);
+  expect((await browser.get('/api/authorize/logout')).status).toBe(200);
+  for (let i = 0; i < 5; i++) {
+    expect((await login(harness.client(), `nat${i}.${Date.now()}@example.com`, 'x')).status).toBe(
+      401,
+    );
+  }
+  expect((await login(browser, other.email, other.password)).status).toBe(429);
+
+  const forger = harness.client();
+  const [userId] = browser.jar.get('device')!.split('.');
+  forger.jar.set('device', `${userId}.${'A'.repeat(22)}`);
+  forger.jar.set('device.sig', browser.jar.get('device.sig')!);
+  expect((await login(forger, owner.email, owner.password)).status).toBe(429);
+});
+
+test('a known device is still held to the account limit', async () => {
+  const account = await registered();
+  const browser = harness.client();
+  expect((await attemptWith(browser, account.email, account.password)).status).toBe(200);
+  expect((await browser.get('/api/authorize/logout')).status).toBe(200);
+  for (let i = 0; i < 3; i++) {
+    expect((await attemptWith(browser, account.email, 'wrong')).status).toBe(401);
+  }
+  expect((await attemptWith(browser, account.email, account.password)).status).toBe(429);
+});
+
+function attemptWith(client: ApiClient, email: string, password: string) {
+  return client.post(
+    '/api/authorize/login',
+    { email, password },
+    { headers: { 'x-forwarded-for': nextAddress() } },
+  );
+}
