@@ -226,3 +226,38 @@ function attemptWith(client: ApiClient, email: string, password: string) {
     { headers: { 'x-forwarded-for': nextAddress() } },
   );
 }
+
+test('behind proxies trusted by CIDR, rotating the leftmost X-Forwarded-For entry does not escape the address limit', async () => {
+  const byNetwork = await startApiHarness({
+    API_TRUST_PROXY: '10.0.0.0/8,127.0.0.1/32',
+    LOGIN_MAX_FAILURES_PER_ADDRESS: '5',
+  });
+  try {
+    const address = nextAddress();
+    const login = (i: number, email: string, password: string) =>
+      byNetwork
+        .client()
+        .post(
+          '/api/authorize/login',
+          { email, password },
+          { headers: { 'x-forwarded-for': `198.51.100.${i}, ${address}, 10.20.30.40` } },
+        );
+    for (let i = 0; i < 5; i++) {
+      expect((await login(i, `cidr${i}.${Date.now()}@example.com`, 'guess')).status).toBe(401);
+    }
+    const account = newAccount();
+    expect((await byNetwork.client().post('/api/authorize/signup', account)).status).toBe(200);
+    expect((await login(99, account.email, account.password)).status).toBe(429);
+    // The same account from another client behind the same proxies is not held back.
+    const elsewhere = await byNetwork
+      .client()
+      .post(
+        '/api/authorize/login',
+        { email: account.email, password: account.password },
+        { headers: { 'x-forwarded-for': `${address}, ${nextAddress()}, 10.20.30.40` } },
+      );
+    expect(elsewhere.status).toBe(200);
+  } finally {
+    await byNetwork.close();
+  }
+});
