@@ -151,7 +151,7 @@ export class RouteRegistry {
   add<P extends AnyObject, Q extends AnyObject, B extends z.ZodType, H extends HeaderObject>(
     spec: RouteSpec<P, Q, B, H>,
   ) {
-    this.routes.push(spec as unknown as RouteSpec);
+    this.routes.push(spec);
     if (spec.rawBody) {
       const pattern = spec.path
         .split(/\{[^}]+\}/)
@@ -228,7 +228,7 @@ export class RouteRegistry {
         requestParams: {
           ...(spec.params ? { path: spec.params as never } : {}),
           ...(spec.query ? { query: spec.query as never } : {}),
-          ...(spec.headers ? { header: spec.headers as never } : {}),
+          ...(spec.headers ? { header: spec.headers } : {}),
         },
         ...(spec.body
           ? {
