@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import { newsSentimentRequestSchema } from '../../../data/routes/newsSentiment/schema.ts';
-import { successfulSchema } from '../../../data/signals/bulkOutcome.ts';
+import { successSchema } from '../account/schema.ts';
 import { UnauthorizedError } from '../../../shared/errors.ts';
 import { networkMatcher } from '../../../shared/http/clientAddress.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
@@ -51,7 +51,7 @@ export function registerNewsSentimentForward(
       security: forwardSecurity,
       before: [trustedOrBearer(deps.trustedNetworks)],
       body: newsSentimentRequestSchema,
-      responses: { 200: { description: 'Stored (or already stored)', schema: successfulSchema } },
+      responses: { 200: { description: 'Stored (or already stored)', schema: successSchema } },
       errors: [400, 401, 403, 415, 503],
       handler: async (ctx) => {
         // The caller's JSON as sent: the data module validates and reads it (its naive zone).
