@@ -120,6 +120,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
         timeouts,
         keys,
         onSessionEnded: (idHash) => live.sessionEnded(idHash),
+        maxPerUser: config.SESSIONS_MAX_PER_USER,
       }),
       crossSiteGuard(config.API_ALLOWED_ORIGINS),
     ],

@@ -231,6 +231,16 @@ export const configSchema = z.object({
   SESSION_ABSOLUTE_HOURS: positiveNumber
     .default(12)
     .describe('A session is over this long after sign-in, used or not (hours).'),
+  SESSIONS_MAX_PER_USER: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(10)
+    .describe(
+      "Signed-in sessions one user may hold; signing in once more ends the user's oldest session " +
+        '(and its live connections).',
+    ),
   API_TRUST_PROXY: proxyTrust
     .default(0)
     .describe(
