@@ -7,6 +7,7 @@ import { metricsRegistry } from '../metrics.ts';
 import { errorHandler } from './errorHandler.ts';
 import { mountHealthRoutes, Readiness } from './health.ts';
 import { mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
+import { requestAbort } from './requestAbort.ts';
 import { requestContext } from './requestContext.ts';
 import { requestDeadline } from './requestDeadline.ts';
 import type { RouteRegistry } from './routes.ts';
@@ -44,6 +45,7 @@ export function createHttpService(options: HttpServiceOptions) {
 
   app.use(requestContext(options.name, options.logger));
   app.use(errorHandler(options.logger));
+  app.use(requestAbort());
   if (options.requestTimeoutMs) app.use(requestDeadline(options.requestTimeoutMs));
   app.use(helmet());
   const parseBody = koaBody({
