@@ -100,7 +100,9 @@ function driverWithQueryDeadline(deadlineMs: number, canceller: BackendCanceller
             return rows;
           }
           signal.addEventListener('abort', abandon);
-          finished(rows as unknown as NodeJS.ReadableStream, () => signal.removeEventListener('abort', abandon));
+          finished(rows as unknown as NodeJS.ReadableStream, () =>
+            signal.removeEventListener('abort', abandon),
+          );
           return rows;
         };
         return client;
