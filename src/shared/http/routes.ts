@@ -24,10 +24,13 @@ export interface ResponseSpec {
 
 type AnyObject = z.ZodType<Record<string, unknown>>;
 
+type HeaderObject = z.ZodObject<Record<string, z.ZodType<string | undefined>>>;
+
 export interface RouteSpec<
   P extends AnyObject = AnyObject,
   Q extends AnyObject = AnyObject,
   B extends z.ZodType = z.ZodType,
+  H extends HeaderObject = HeaderObject,
 > {
   method: HttpMethod;
   /** OpenAPI form, e.g. `/data/currency/history/{code}`. */
@@ -38,6 +41,8 @@ export interface RouteSpec<
   tags: string[];
   params?: P;
   query?: Q;
+  /** Request headers the route reads, keyed by their canonical spelling (`Idempotency-Key`). */
+  headers?: H;
   body?: B;
   /** Media types accepted for the body; JSON unless said otherwise. */
   bodyTypes?: string[];
@@ -59,7 +64,7 @@ export interface RouteSpec<
   cancelWhenAbandoned?: boolean;
   handler: (
     ctx: Context,
-    input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> },
+    input: { params: z.output<P>; query: z.output<Q>; body: z.output<B>; headers: z.output<H> },
   ) => Promise<void> | void;
 }
 
@@ -86,9 +91,12 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   503: 'A dependency (database, data module) is unavailable.',
 };
 
-export function defineRoute<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(
-  spec: RouteSpec<P, Q, B>,
-): RouteSpec<P, Q, B> {
+export function defineRoute<
+  P extends AnyObject,
+  Q extends AnyObject,
+  B extends z.ZodType,
+  H extends HeaderObject = HeaderObject,
+>(spec: RouteSpec<P, Q, B, H>): RouteSpec<P, Q, B, H> {
   return spec;
 }
 
@@ -99,12 +107,17 @@ export function issuesToDetails(location: string, error: z.ZodError): ErrorDetai
   }));
 }
 
+const LOCATION_NOUNS: Record<string, string> = {
+  query: 'query parameter',
+  params: 'path parameter',
+  headers: 'header',
+};
+
 export function describeFirst(location: string, details: ErrorDetail[]): string {
   const first = details[0];
   if (!first) return `Invalid ${location}`;
   const name = first.path?.split('.').slice(1).join('.') || location;
-  const noun =
-    location === 'query' ? 'query parameter' : location === 'params' ? 'path parameter' : 'field';
+  const noun = LOCATION_NOUNS[location] ?? 'field';
   return `Invalid ${noun} '${name}': ${first.message}`;
 }
 
@@ -125,6 +138,13 @@ function requireMediaType(ctx: Context, accepted: string[]) {
   }
 }
 
+/** The declared headers by their canonical names; absent ones are undefined. */
+function readHeaders(ctx: Context, schema: HeaderObject): Record<string, string | undefined> {
+  return Object.fromEntries(
+    Object.keys(schema.shape).map((name) => [name, ctx.get(name) || undefined]),
+  );
+}
+
 function toRouterPath(openApiPath: string): string {
   return openApiPath.replace(/\{([^}]+)\}/g, ':$1');
 }
@@ -135,7 +155,9 @@ export class RouteRegistry {
 
   private readonly rawBodyRoutes: Array<{ method: string; pattern: RegExp }> = [];
 
-  add<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(spec: RouteSpec<P, Q, B>) {
+  add<P extends AnyObject, Q extends AnyObject, B extends z.ZodType, H extends HeaderObject>(
+    spec: RouteSpec<P, Q, B, H>,
+  ) {
     this.routes.push(spec);
     if (spec.rawBody) {
       const pattern = spec.path
@@ -160,12 +182,15 @@ export class RouteRegistry {
       const validateAndHandle = async (ctx: Context) => {
         const params = spec.params ? parsePart('params', spec.params, ctx.params) : {};
         const query = spec.query ? parsePart('query', spec.query, ctx.query) : {};
+        const headers = spec.headers
+          ? parsePart('headers', spec.headers, readHeaders(ctx, spec.headers))
+          : {};
         let body: unknown = undefined;
         if (spec.body) {
           requireMediaType(ctx, spec.bodyTypes ?? ['application/json']);
           if (!spec.rawBody) body = parsePart('body', spec.body, ctx.request.body);
         }
-        const handle = () => spec.handler(ctx, { params, query, body });
+        const handle = () => spec.handler(ctx, { params, query, body, headers });
         await (spec.cancelWhenAbandoned ? runAbandonable(requestSignal(ctx), handle) : handle());
       };
       router[spec.method](
@@ -211,6 +236,7 @@ export class RouteRegistry {
         requestParams: {
           ...(spec.params ? { path: spec.params as never } : {}),
           ...(spec.query ? { query: spec.query as never } : {}),
+          ...(spec.headers ? { header: spec.headers } : {}),
         },
         ...(spec.body
           ? {
