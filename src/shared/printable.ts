@@ -8,6 +8,7 @@
 // characters, the Unicode line and paragraph separators, the byte-order mark, and (the
 // pattern reads code points) surrogates that are not part of a pair.
 const UNPRINTABLE =
+  // eslint-disable-next-line no-control-regex -- control characters are what it finds
   /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]/gu;
 
 function escape(char: string): string {

@@ -45,6 +45,7 @@ describe('usage errors', () => {
   test('arguments with control bytes are echoed escaped', async () => {
     const result = await runCli(['back\x1b[2Jfill\r'], env);
     expect(result.code).toBe(EXIT.usage);
+    // eslint-disable-next-line no-control-regex -- no raw control byte may reach the terminal
     expect(result.stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f]/);
     expect(result.stderr).toContain("error: unknown command 'back\\x1b[2Jfill\\x0d'");
   });

@@ -140,6 +140,7 @@ describe('platform backfill', () => {
     const result = await backfill(path);
     expect(result.code).toBe(1);
     const output = result.stdout + result.stderr;
+    // eslint-disable-next-line no-control-regex -- no raw control byte may reach the terminal
     expect(output).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f]/);
     expect(result.stdout).toContain('evil\\x1b]0;owned\\x07.csv:2');
     expect(result.stdout).toContain("code '\\x1b[2J\\x1b[31mETH\\x0dXX'");
