@@ -6,6 +6,8 @@ import type {
   ZodOpenApiPathsObject,
   ZodOpenApiResponseObject,
 } from 'zod-openapi';
+import { runAbandonable } from '../abandonment.ts';
+import { requestSignal } from './requestAbort.ts';
 import { UnsupportedMediaTypeError, ValidationError, type ErrorDetail } from '../errors.ts';
 
 // A route is declared once: its zod schemas validate requests at run time and describe the route
@@ -55,6 +57,11 @@ export interface RouteSpec<
   security?: Array<Record<string, string[]>>;
   /** Middleware run before validation (authentication, rate limits). */
   before?: Array<(ctx: Context, next: () => Promise<unknown>) => Promise<unknown>>;
+  /**
+   * Reads only: when the client leaves or the deadline passes, the handler's running SQL is
+   * cancelled and its data-module calls aborted (see shared/abandonment.ts).
+   */
+  cancelWhenAbandoned?: boolean;
   handler: (
     ctx: Context,
     input: { params: z.output<P>; query: z.output<Q>; body: z.output<B>; headers: z.output<H> },
@@ -183,7 +190,8 @@ export class RouteRegistry {
           requireMediaType(ctx, spec.bodyTypes ?? ['application/json']);
           if (!spec.rawBody) body = parsePart('body', spec.body, ctx.request.body);
         }
-        await spec.handler(ctx, { params, query, body, headers });
+        const handle = () => spec.handler(ctx, { params, query, body, headers });
+        await (spec.cancelWhenAbandoned ? runAbandonable(requestSignal(ctx), handle) : handle());
       };
       router[spec.method](
         spec.operationId,
