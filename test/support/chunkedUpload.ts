@@ -62,7 +62,7 @@ export function streamChunked(upload: ChunkedUpload): Promise<CutOffOutcome> {
     });
     socket.on('error', () => {});
     socket.on('close', () => finish(true));
-    socket.on('connect', async () => {
+    const sendAll = async () => {
       const lines = [
         `POST ${upload.path} HTTP/1.1`,
         `host: ${hostname}:${port}`,
@@ -82,6 +82,7 @@ export function streamChunked(upload: ChunkedUpload): Promise<CutOffOutcome> {
       }
       // The whole body went through without an answer: end it and see what comes back.
       if (answeredAt === undefined && !socket.destroyed) socket.write('0\r\n\r\n');
-    });
+    };
+    socket.on('connect', () => void sendAll());
   });
 }
