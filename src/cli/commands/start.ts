@@ -17,7 +17,7 @@ import type { RoleHandle } from '../../shared/roles.ts';
 import { createRuntime, type Runtime } from '../../shared/runtime.ts';
 import { shutdownTelemetry } from '../../shared/telemetry.ts';
 import { configFromCommand } from '../context.ts';
-import { withExamples } from '../help.ts';
+import { withExamples, withExitCodes } from '../help.ts';
 
 /** What the start command hands every role besides the runtime. */
 export interface RoleOptions {
@@ -69,16 +69,24 @@ export function registerStartCommand(program: Command) {
     'Runs until SIGTERM or SIGINT: readiness turns 503, in-flight work finishes within\n' +
       'SHUTDOWN_GRACE_SECONDS, then it exits 0; a second signal exits at once.\n' +
       'Configuration comes from the environment: see docs/configuration.md.',
-  ).action(async (options: { role: string; profile: RoleOptions['profile'] }, command: Command) => {
-    const config = configFromCommand(command);
-    const logger = createLogger(config.LOG_LEVEL);
-    await startPlatform(
-      config,
-      logger,
-      options.role === 'all' ? Object.keys(ROLES) : [options.role],
-      options.profile,
-    );
-  });
+  );
+  withExitCodes(start, {
+    ok: 'stopped by SIGTERM or SIGINT after finishing in-flight work',
+    failure:
+      'could not start (database, TimescaleDB, a port in use), in-flight work outlived\n' +
+      'SHUTDOWN_GRACE_SECONDS, or a second signal stopped it at once',
+  }).action(
+    async (options: { role: string; profile: RoleOptions['profile'] }, command: Command) => {
+      const config = configFromCommand(command);
+      const logger = createLogger(config.LOG_LEVEL);
+      await startPlatform(
+        config,
+        logger,
+        options.role === 'all' ? Object.keys(ROLES) : [options.role],
+        options.profile,
+      );
+    },
+  );
 }
 
 export async function ensureTimescale(config: Config, logger: Logger) {
