@@ -185,7 +185,9 @@ async function walkThrough() {
     await page.evaluate('window.scrollTo(0, 0)');
     await page.screenshot({ path: `${ARTIFACTS}/dashboard-desktop.png`, fullPage: true });
 
-    expect(await lowContrastTexts()).toEqual([]);
+    const contrast = await lowContrastTexts();
+    expect(contrast.bad).toEqual([]);
+    expect(contrast.checked).toBeGreaterThan(50);
 
     await checkPhone();
 
@@ -256,7 +258,7 @@ async function checkKeyboard() {
 /** Visible text whose contrast with the background under it is below WCAG AA (4.5:1). */
 function lowContrastTexts() {
   return page.evaluate(`(() => {
-    const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+    const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
     const lum = ([r, g, b]) => {
       const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
       return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
@@ -269,16 +271,18 @@ function lowContrastTexts() {
       return [255, 255, 255];
     };
     const bad = [];
+    let checked = 0;
     for (const e of document.querySelectorAll('body *')) {
       const own = [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
       if (!own || !e.checkVisibility() || e.closest('#chart')) continue;
       const a = lum(rgb(getComputedStyle(e).color));
       const b = lum(background(e));
       const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-      if (ratio < 4.5) bad.push(e.tagName + '.' + e.className + ' ' + ratio.toFixed(2));
+      if (Number.isFinite(ratio)) checked++;
+      if (!(ratio >= 4.5)) bad.push(e.tagName + '.' + e.className + ' ' + ratio.toFixed(2));
     }
-    return bad;
-  })()`);
+    return { checked, bad };
+  })()`) as Promise<{ checked: number; bad: string[] }>;
 }
 
 /** A phone: one column, no self-scrolling on load, the chart's pickers never under the header. */
