@@ -257,7 +257,7 @@ async function checkKeyboard() {
 
 /** Visible text whose contrast with the background under it is below WCAG AA (4.5:1). */
 function lowContrastTexts() {
-  return page.evaluate(`(() => {
+  return page.evaluate<{ checked: number; bad: string[] }>(`(() => {
     const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
     const lum = ([r, g, b]) => {
       const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
@@ -282,7 +282,7 @@ function lowContrastTexts() {
       if (!(ratio >= 4.5)) bad.push(e.tagName + '.' + e.className + ' ' + ratio.toFixed(2));
     }
     return { checked, bad };
-  })()`) as Promise<{ checked: number; bad: string[] }>;
+  })()`);
 }
 
 /** A phone: one column, no self-scrolling on load, the chart's pickers never under the header. */
