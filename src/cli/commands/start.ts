@@ -12,7 +12,7 @@ import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
 import { startOpsListener } from '../../shared/http/opsServer.ts';
 import { createLogger, type Logger } from '../../shared/logger.ts';
-import { runProvisioning, serverExtensionState } from '../../shared/provision.ts';
+import { ensureTimescale } from '../../shared/provision.ts';
 import type { RoleHandle } from '../../shared/roles.ts';
 import { createRuntime, type Runtime } from '../../shared/runtime.ts';
 import { shutdownTelemetry } from '../../shared/telemetry.ts';
@@ -89,26 +89,13 @@ export function registerStartCommand(program: Command) {
   );
 }
 
-export async function ensureTimescale(config: Config, logger: Logger) {
-  const state = await serverExtensionState(config.DATABASE_URL);
-  if (state.available && state.preloaded) return;
-  logger.warn('TimescaleDB is not installed or not preloaded; running the provisioning script');
-  const code = await runProvisioning();
-  if (code !== 0) {
-    throw new Error(
-      'TimescaleDB is missing and could not be provisioned here (see the message above). ' +
-        'Run `npm run db:provision` as root on Debian, or use `docker compose up`.',
-    );
-  }
-}
-
 export async function startPlatform(
   config: Config,
   logger: Logger,
   roles: string[],
   profile: RoleOptions['profile'] = 'default',
 ) {
-  await ensureTimescale(config, logger);
+  await ensureTimescale(config.DATABASE_URL, { log: (message) => logger.warn(message) });
   await ensureDatabase(config.DATABASE_URL);
   const { applied } = await migrate(config.DATABASE_URL, logger);
   if (applied.length) logger.info({ applied }, 'migrations applied');
@@ -131,8 +118,11 @@ export async function startPlatform(
       options.dataToken = localToken;
     }
   }
-  // Probes and Prometheus need an HTTP port even where no role serves one (a lone worker).
-  if (!handles.some((h) => h.url)) handles.push(await startOpsListener(runtime, [...handles]));
+  // Prometheus needs /metrics where no role's port serves it (a lone worker, an API: its port is
+  // public), and probes need a port where no role serves HTTP at all.
+  if (!handles.some((h) => h.servesMetrics)) {
+    handles.push(await startOpsListener(runtime, [...handles]));
+  }
   await announce(runtime, handles, localToken);
 }
 
