@@ -6,7 +6,7 @@ import type { Logger } from '../logger.ts';
 import { metricsRegistry } from '../metrics.ts';
 import { errorHandler } from './errorHandler.ts';
 import { mountHealthRoutes, Readiness } from './health.ts';
-import { mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
+import { buildOpenApiDocument, mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
 import { requestContext } from './requestContext.ts';
 import { requestDeadline } from './requestDeadline.ts';
 import type { RouteRegistry } from './routes.ts';
@@ -83,5 +83,11 @@ export function createHttpService(options: HttpServiceOptions) {
     options.logger.debug({ err: error }, 'koa error event');
   });
 
-  return { app, router, readiness };
+  return {
+    app,
+    router,
+    readiness,
+    /** The service's OpenAPI document, as /openapi.json serves it. */
+    openApiDocument: () => buildOpenApiDocument(options.routes, options.openApi),
+  };
 }
