@@ -6,8 +6,8 @@ import { markTouchedRangesOnClient } from '../prices/invalidations.ts';
 import type { TouchedRange } from '../prices/invalidations.ts';
 import { candleProblem, latestAcceptedMicros } from './candleValidation.ts';
 import { BinaryCopyEncoder, COPY_COLUMNS } from './copyEncoder.ts';
-import { ingestMetrics } from './metrics.ts';
 import { RangeTracker } from './rangeTracker.ts';
+import { addIngestTotals } from './totals.ts';
 import { isUnitComplete, lockUnit, recordUnit } from './unitStore.ts';
 import {
   MAX_KEPT_REJECTIONS,
@@ -94,7 +94,6 @@ export async function loadUnit(
       path ??= (await overlapsStoredRows(client, unit.expected)) ? 'merge' : 'direct';
       const result = await loadOnce(client, unit, path, options, progress.report);
       await client.query(result.status === 'loaded' ? 'COMMIT' : 'ROLLBACK');
-      if (result.status === 'loaded') countMetrics(unit.source, result);
       return result;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
@@ -176,6 +175,7 @@ async function loadOnce(
       path,
     });
   }
+  await addIngestTotals(client, unit.source, result);
   return result;
 }
 
@@ -293,12 +293,6 @@ function progressTap(onProgress?: (rows: number, bytes: number) => void) {
       bytes = 0;
     },
   };
-}
-
-function countMetrics(source: string, result: UnitResult) {
-  ingestMetrics.inserted.inc({ source }, result.inserted);
-  ingestMetrics.duplicates.inc({ source }, result.duplicates);
-  ingestMetrics.rejected.inc({ source }, result.rejected);
 }
 
 export function emptyResult(label: string, status: UnitResult['status']): UnitResult {
