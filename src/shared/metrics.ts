@@ -150,7 +150,8 @@ const scrapeReaders = new Map<string, Set<ScrapeReader>>();
  * Prometheus shows as absent rather than as a made-up value; a throw counts the same.
  */
 export function readAtScrape(name: string, read: ScrapeReader): () => void {
-  if (!metricsRegistry.getSingleMetric(name)) throw new Error(`${name} is not a scrape-time metric`);
+  if (!metricsRegistry.getSingleMetric(name))
+    throw new Error(`${name} is not a scrape-time metric`);
   const readers = scrapeReaders.get(name) ?? new Set();
   scrapeReaders.set(name, readers);
   readers.add(read);
@@ -200,7 +201,8 @@ function scrapeGauge<L extends string>(
     async collect() {
       const samples = await scrapeSamples(name, combine);
       this.reset();
-      for (const sample of samples) this.set(sample.labels as Partial<Record<L, string>>, sample.value);
+      for (const sample of samples)
+        this.set(sample.labels as Partial<Record<L, string>>, sample.value);
     },
   });
 }
@@ -215,7 +217,8 @@ function scrapeCounter<L extends string>(name: string, help: string, labelNames:
     async collect() {
       const samples = await scrapeSamples(name, 'max');
       this.reset();
-      for (const sample of samples) this.inc(sample.labels as Partial<Record<L, string>>, sample.value);
+      for (const sample of samples)
+        this.inc(sample.labels as Partial<Record<L, string>>, sample.value);
     },
   });
 }

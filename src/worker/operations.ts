@@ -56,7 +56,8 @@ function exposeRollupLag(runtime: Runtime): () => void {
       failing = false;
       return samples;
     } catch (error) {
-      if (!failing) runtime.logger.warn({ err: error }, 'could not read the rollup lag for /metrics');
+      if (!failing)
+        runtime.logger.warn({ err: error }, 'could not read the rollup lag for /metrics');
       failing = true;
       return [];
     }
