@@ -9,6 +9,7 @@ import { mountDashboard } from './dashboard.ts';
 import { DataClient } from './dataClient.ts';
 import { LoginThrottle } from './identity/loginThrottle.ts';
 import { LiveGateway } from './live/liveGateway.ts';
+import { pictureDecodingGate } from './pictures/imagePipeline.ts';
 import { registerAccountRoutes } from './routes/account/accountRoutes.ts';
 import { registerAuthorizeRoutes } from './routes/authorize/authorizeRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
@@ -70,10 +71,15 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     throttle: new LoginThrottle(runtime.pgPool, config),
     sessionMaxAgeMs: timeouts.absoluteSeconds * 1000,
   });
+  const pictureDecoding = pictureDecodingGate({
+    concurrency: config.UPLOAD_DECODE_CONCURRENCY,
+    maxWaiting: config.UPLOAD_DECODE_QUEUE,
+  });
   registerAccountRoutes(registry, {
     pool: runtime.pool,
     maxBytes: config.UPLOAD_MAX_BYTES,
     maxPixels: config.UPLOAD_MAX_PIXELS,
+    decoding: pictureDecoding,
   });
   registerPortfolioRoutes(registry, {
     pool: runtime.pool,
@@ -114,6 +120,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
         timeouts,
         keys,
         onSessionEnded: (idHash) => live.sessionEnded(idHash),
+        maxPerUser: config.SESSIONS_MAX_PER_USER,
       }),
       crossSiteGuard(config.API_ALLOWED_ORIGINS),
     ],
@@ -129,5 +136,5 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
       securitySchemes: apiSecuritySchemes,
     },
   });
-  return { ...service, data, timeouts, live };
+  return { ...service, data, timeouts, live, pictureDecoding };
 }

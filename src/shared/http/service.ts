@@ -8,6 +8,7 @@ import { clientAddress, trustsProxies, type ProxyTrust } from './clientAddress.t
 import { errorHandler } from './errorHandler.ts';
 import { mountHealthRoutes, Readiness } from './health.ts';
 import { buildOpenApiDocument, mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
+import { requestAbort } from './requestAbort.ts';
 import { requestContext } from './requestContext.ts';
 import { requestDeadline } from './requestDeadline.ts';
 import type { RouteRegistry } from './routes.ts';
@@ -47,6 +48,7 @@ export function createHttpService(options: HttpServiceOptions) {
   if (behindProxies) app.use(clientAddress(trust));
   app.use(requestContext(options.name, options.logger));
   app.use(errorHandler(options.logger));
+  app.use(requestAbort());
   if (options.requestTimeoutMs) app.use(requestDeadline(options.requestTimeoutMs));
   app.use(helmet());
   const parseBody = koaBody({
