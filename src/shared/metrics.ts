@@ -226,7 +226,7 @@ function scrapeCounter<L extends string>(name: string, help: string, labelNames:
 /**
  * Rows bulk ingestion wrote, found already stored, or refused, by source: every path (HTTP bulk
  * route, `platform backfill`, worker imports, exchange slices, gap healing), whatever process ran
- * it. Totals kept in the database (sql/0170_ingest_row_totals.sql) and served by every data module
+ * it. Totals kept in the database (sql/0190_ingest_row_totals.sql) and served by every data module
  * instance: aggregate instances with max(), not sum().
  */
 export const ingestRowsInserted = scrapeCounter(

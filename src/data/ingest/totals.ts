@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Logger } from '../../shared/logger.ts';
 import { readAtScrape, type ScrapeSample } from '../../shared/metrics.ts';
 
-// Bulk ingestion's running totals (sql/0170_ingest_row_totals.sql): added to in the transaction
+// Bulk ingestion's running totals (sql/0190_ingest_row_totals.sql): added to in the transaction
 // that loads a unit, read by the data module at every scrape. Counting in memory would lose what a
 // `platform backfill` process loads, since nothing scrapes it.
 

@@ -107,7 +107,8 @@ const ERROR_HEADERS: Record<number, Record<string, HeaderSpec>> = {
   },
   503: {
     'Retry-After': {
-      description: 'Seconds to wait before trying again, when the outage is expected to be brief.',
+      description:
+        'Seconds to wait before trying again, when the answer is expected to change soon (a database back, load shed).',
     },
   },
 };
