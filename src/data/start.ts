@@ -23,6 +23,7 @@ export async function startDataRole(runtime: Runtime): Promise<RoleHandle> {
   return {
     name: 'data',
     url: server.url,
+    servesMetrics: true,
     beginDrain: () => readiness.startDraining(),
     stop: async (graceMs) => {
       stopTotals();

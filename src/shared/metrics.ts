@@ -1,3 +1,4 @@
+import type Router from '@koa/router';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 // One registry per process: in `--role all` the data module, the API and the worker report
@@ -263,3 +264,11 @@ export const socketioConnectedClients = scrapeGauge(
   ['namespace'],
   'sum',
 );
+
+/** GET /metrics: this process's registry in Prometheus' text format. */
+export function mountMetricsRoute(router: Router): void {
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metricsRegistry.contentType;
+    ctx.body = await metricsRegistry.metrics();
+  });
+}
