@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { valueOfShares } from '../../../shared/amounts.ts';
 import { NotFoundError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import type { DataClient } from '../../dataClient.ts';
@@ -9,7 +10,7 @@ import { valueBody, valueQuery } from './schema.ts';
 async function assetValue(ctx: Context, data: DataClient, code: string, shares: number) {
   const quote = await data.currentPrice(code);
   if (!quote) throw new NotFoundError(`Unknown currency '${code}'`, 'unknown_currency');
-  ctx.body = { value: shares * quote.value };
+  ctx.body = { value: valueOfShares(shares, quote.value) };
 }
 
 const common = {

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { dayStatsFields } from '../../../data/routes/currency/schema.ts';
-import { currencyCode, MAX_AMOUNT } from '../portfolio/schema.ts';
-
-const shares = z.number().min(0).max(MAX_AMOUNT);
+import { shareCount as shares } from '../../../shared/amounts.ts';
+import { currencyCode } from '../portfolio/schema.ts';
 
 export const valueBody = z.object({ currencyCode, shares }).meta({ id: 'AssetValueRequest' });
 

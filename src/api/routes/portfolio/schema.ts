@@ -1,6 +1,5 @@
 import { z } from 'zod';
-
-export const MAX_AMOUNT = 1e12;
+import { dollarsDelta, sharesDelta } from '../../../shared/amounts.ts';
 
 export const currencyCode = z
   .string()
@@ -8,13 +7,13 @@ export const currencyCode = z
   .transform((code) => code.toUpperCase())
   .meta({ example: 'BTC' });
 
-const amount = z.number().min(-MAX_AMOUNT).max(MAX_AMOUNT);
-
 export const addBody = z
   .object({
     currencyCode,
-    shares: amount.meta({ description: 'Shares to add; negative removes (never below zero).' }),
-    walletDollars: amount.meta({
+    shares: sharesDelta.meta({
+      description: 'Shares to add; negative removes (never below zero).',
+    }),
+    walletDollars: dollarsDelta.meta({
       description: 'Dollars to add to this asset’s wallet; negative removes (never below zero).',
     }),
   })
