@@ -1,5 +1,5 @@
 import { sql } from 'slonik';
-import { dataModuleUrl } from '../shared/config.ts';
+import { allowedOrigins, dataModuleUrl } from '../shared/config.ts';
 import { pendingMigrations } from '../shared/db/migrationState.ts';
 import { Readiness } from '../shared/http/health.ts';
 import { RouteRegistry } from '../shared/http/routes.ts';
@@ -14,6 +14,7 @@ import { registerAccountRoutes } from './routes/account/accountRoutes.ts';
 import { registerAuthorizeRoutes } from './routes/authorize/authorizeRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
 import { registerMarketRoutes } from './routes/currency/marketRoutes.ts';
+import { registerNewsSentimentForward } from './routes/newsSentiment/newsSentimentRoutes.ts';
 import { registerHistoryRoutes } from './routes/portfolio/historyRoutes.ts';
 import { registerPortfolioRoutes } from './routes/portfolio/portfolioRoutes.ts';
 import { apiSecuritySchemes } from './routes/security.ts';
@@ -93,6 +94,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
   });
   registerMarketRoutes(registry, { data, maxPoints: config.HISTORY_MAX_POINTS });
   if (profile !== 'docs') registerCurrencyRoutes(registry, data);
+  registerNewsSentimentForward(registry, { data, trustedNetworks: config.DATA_TRUSTED_NETWORKS });
 
   const readiness = options.readiness ?? new Readiness();
   readiness.addCheck('database', async () => {
@@ -114,7 +116,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     trustProxy: config.API_TRUST_PROXY,
     middleware: (app) => [
       authorizeErrorShape,
-      corsForAllowedOrigins(config.API_ALLOWED_ORIGINS),
+      corsForAllowedOrigins(allowedOrigins(config)),
       createSessionMiddleware(app, {
         pool: runtime.pool,
         timeouts,
@@ -122,7 +124,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
         onSessionEnded: (idHash) => live.sessionEnded(idHash),
         maxPerUser: config.SESSIONS_MAX_PER_USER,
       }),
-      crossSiteGuard(config.API_ALLOWED_ORIGINS),
+      crossSiteGuard(allowedOrigins(config)),
     ],
     extend: mountDashboard,
     openApi: {

@@ -14,6 +14,10 @@ const API_PATHS = [
   '/api/portfolio/empty',
   '/api/portfolio/history/get',
   '/api/portfolio/history/profit',
+  '/api/portfolio/history/get/asset',
+  '/api/portfolio/history/get/asset/{currencyName}',
+  '/api/currency/performance/{code}',
+  '/api/news-sentiment/add',
   '/api/portfolio/history/profit/{currencyCode}',
 ];
 

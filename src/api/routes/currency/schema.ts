@@ -1,18 +1,49 @@
 import { z } from 'zod';
+import { shareCount } from '../../../shared/amounts.ts';
 import { dayStatsFields } from '../../../data/routes/currency/schema.ts';
-import { shareCount as shares } from '../../../shared/amounts.ts';
-import { currencyCode } from '../portfolio/schema.ts';
-
-export const valueBody = z.object({ currencyCode, shares }).meta({ id: 'AssetValueRequest' });
-
-export const valueQuery = z.object({
+import {
   currencyCode,
-  shares: z
-    .string()
-    .regex(/^\d+(\.\d+)?([eE][+-]?\d+)?$/, 'must be a non-negative number')
-    .transform(Number)
-    .pipe(shares),
-});
+  currencyKey,
+  currencyName,
+  NAME_OR_CODE_ISSUE,
+  nameOrCode,
+  numberOrNumericString,
+} from '../portfolio/schema.ts';
+
+const shares = shareCount;
+
+export const valueBody = z
+  .object({
+    currencyCode: currencyCode.optional(),
+    currencyName: currencyName.optional().meta({ description: 'Instead of currencyCode' }),
+    shares: numberOrNumericString(shares),
+  })
+  .refine(nameOrCode, NAME_OR_CODE_ISSUE)
+  .meta({ id: 'AssetValueRequest' });
+
+export const valueQuery = z
+  .object({
+    currencyCode: currencyCode.optional(),
+    currencyName: currencyName.optional(),
+    shares: z
+      .string()
+      .regex(/^\d+(\.\d+)?([eE][+-]?\d+)?$/, 'must be a non-negative number')
+      .transform(Number)
+      .pipe(shares),
+  })
+  .refine(nameOrCode, NAME_OR_CODE_ISSUE);
+
+export const performanceParams = z.object({ code: currencyKey });
+
+export const performanceSchema = z
+  .object({
+    rating: z.enum(['up', 'down', 'neutral']),
+    changePercent: z.string().meta({
+      description: 'change24h rounded to two decimals with its sign and %; "0.00%" without data',
+      example: '+1.23%',
+    }),
+  })
+  .meta({ id: 'CurrencyPerformance' });
 
 export const displayCurrencySchema = z
   .object({
