@@ -114,6 +114,8 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     jsonLimit: '100kb',
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     trustProxy: config.API_TRUST_PROXY,
+    // Metrics name routes, outcomes and load: not for the public port (the ops listener has them).
+    metrics: false,
     middleware: (app) => [
       authorizeErrorShape,
       corsForAllowedOrigins(allowedOrigins(config)),

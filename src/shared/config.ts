@@ -353,8 +353,9 @@ export const configSchema = z.object({
   WORKER_METRICS_PORT: port
     .default(9464)
     .describe(
-      'Port of the health and /metrics listener of a process that serves no HTTP of its own ' +
-        '(a worker started with --role worker).',
+      'Port of the ops listener (health and /metrics) of a process without the data role: a ' +
+        'worker, or an API (the public API port serves no /metrics). With the data role, /metrics ' +
+        'is on DATA_PORT.',
     ),
   SHUTDOWN_DRAIN_SECONDS: z.coerce
     .number()
