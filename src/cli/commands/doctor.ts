@@ -10,6 +10,7 @@ import { redactDsn } from '../../shared/logger.ts';
 import { serverExtensionState } from '../../shared/provision.ts';
 import { checkRollups } from '../../data/history/doctorChecks.ts';
 import { checkKnownGaps } from '../../data/ingest/heal/doctorCheck.ts';
+import { checkSimulatedHistory } from '../../data/ingest/simulated/doctorCheck.ts';
 import { checkJobQueue, checkWorkers } from '../../worker/diagnostics.ts';
 import { workerCheck } from '../../worker/status.ts';
 import { configFromCommand, printJson } from '../context.ts';
@@ -31,6 +32,7 @@ export const EXTRA_CHECKS: DoctorCheck[] = [
   checkFeed,
   checkRollups,
   checkKnownGaps,
+  checkSimulatedHistory,
 ];
 
 async function serverChecks(url: string): Promise<Check[]> {
