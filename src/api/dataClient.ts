@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { abandonmentSignal, RequestAbandonedError } from '../shared/abandonment.ts';
 import { DependencyUnavailableError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import { counter } from '../shared/metrics.ts';
@@ -75,10 +76,14 @@ export class DataClient {
     return (await this.currentPrices()).get(code.toUpperCase());
   }
 
-  /** Price history at the data module's resolution rules; an unknown code or no data gives []. */
+  /**
+   * Price history at the data module's resolution rules; an unknown code or no data gives [].
+   * Called for an abandonable request, the call is aborted with it, so the data module stops
+   * the query too (the snapshot is shared by many requests and never aborted by one).
+   */
   async history(code: string, hours: number, intervalSeconds: number): Promise<PricePoint[]> {
     const path = `/data/currency/history/${encodeURIComponent(code)}?hours=${hours}&intervalSeconds=${intervalSeconds}`;
-    const response = await this.request(path, 'history');
+    const response = await this.request(path, 'history', abandonmentSignal());
     if (response.status === 204 || response.status === 404) {
       await response.body?.cancel();
       return [];
@@ -110,7 +115,8 @@ export class DataClient {
   }
 
   /** Any answer the API can use (2xx, 404); everything else becomes a 503 for our caller. */
-  private async request(path: string, route: string): Promise<Response> {
+  private async request(path: string, route: string, abandoned?: AbortSignal): Promise<Response> {
+    const timeout = AbortSignal.timeout(this.options.timeoutMs);
     let response: Response;
     try {
       response = await fetch(`${this.options.baseUrl}${path}`, {
@@ -118,9 +124,13 @@ export class DataClient {
           accept: 'application/json',
           ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
         },
-        signal: AbortSignal.timeout(this.options.timeoutMs),
+        signal: abandoned ? AbortSignal.any([timeout, abandoned]) : timeout,
       });
     } catch (error) {
+      if (abandoned?.aborted) {
+        dataCalls.inc({ route, outcome: 'abandoned' });
+        throw new RequestAbandonedError(error);
+      }
       dataCalls.inc({ route, outcome: 'unreachable' });
       this.options.logger.warn(
         { reason: describeFailure(error), route },

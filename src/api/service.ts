@@ -105,7 +105,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     readiness,
     jsonLimit: '100kb',
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
-    proxyHops: config.API_TRUST_PROXY,
+    trustProxy: config.API_TRUST_PROXY,
     middleware: (app) => [
       authorizeErrorShape,
       corsForAllowedOrigins(config.API_ALLOWED_ORIGINS),

@@ -1,40 +1,22 @@
-import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { Context, Next } from 'koa';
 import type { DatabasePool } from 'slonik';
 import { ForbiddenError, UnauthorizedError } from '../shared/errors.ts';
+import { networkMatcher, plainAddress } from '../shared/http/clientAddress.ts';
 import { verifyToken, type Scope } from './tokens/tokenStore.ts';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="data"' };
-
-function trustedNetworks(cidrs: string[]): BlockList {
-  const list = new BlockList();
-  for (const cidr of cidrs) {
-    const [address = '', prefix = ''] = cidr.split('/');
-    list.addSubnet(address, Number(prefix), isIPv6(address) ? 'ipv6' : 'ipv4');
-  }
-  return list;
-}
-
-function clientAddress(ctx: Context): string {
-  // IPv4 clients on a dual-stack socket appear as ::ffff:a.b.c.d.
-  const ip = ctx.request.ip ?? '';
-  return ip.startsWith('::ffff:') && isIPv4(ip.slice(7)) ? ip.slice(7) : ip;
-}
 
 /**
  * Bearer-token guard of the data module. Callers from DATA_TRUSTED_NETWORKS pass without a
  * token, as existing deployments rely on; everyone else needs a token holding the scope.
  */
 export function createScopeGuard(pool: DatabasePool, trustedCidrs: string[]) {
-  const trusted = trustedNetworks(trustedCidrs);
-  const isTrusted = (ip: string) =>
-    trustedCidrs.length > 0 &&
-    ((isIPv4(ip) && trusted.check(ip, 'ipv4')) || (isIPv6(ip) && trusted.check(ip, 'ipv6')));
+  const isTrusted = networkMatcher(trustedCidrs);
 
   return function requireScope(scope: Scope) {
     return async function guard(ctx: Context, next: Next) {
       const header = ctx.get('authorization');
-      if (!header && isTrusted(clientAddress(ctx))) {
+      if (!header && isTrusted(plainAddress(ctx.request.ip ?? ''))) {
         ctx.state.caller = { name: 'trusted-network', scopes: ['read', 'write'] };
         await next();
         return;

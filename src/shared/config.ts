@@ -38,6 +38,21 @@ const cidrList = z
   )
   .pipe(z.array(z.union([z.cidrv4(), z.cidrv6()])));
 
+// A hop count, or the networks the proxies live in: either way the client address is found by
+// walking X-Forwarded-For from the right (src/shared/http/clientAddress.ts).
+const proxyTrust = z.string().transform((value, ctx): number | string[] => {
+  const hops = proxyHops.safeParse(value);
+  if (hops.success) return hops.data;
+  const networks = cidrList.safeParse(value);
+  if (networks.success && networks.data.length > 0) return networks.data;
+  ctx.addIssue({
+    code: 'custom',
+    message:
+      'true, false, a number of proxy hops, or a comma-separated CIDR list such as 10.0.0.0/8,127.0.0.1/32',
+  });
+  return z.NEVER;
+});
+
 export const configSchema = z.object({
   DATABASE_URL: z
     .url({ protocol: /^postgres(ql)?$/ })
@@ -228,12 +243,13 @@ export const configSchema = z.object({
   SESSION_ABSOLUTE_HOURS: positiveNumber
     .default(12)
     .describe('A session is over this long after sign-in, used or not (hours).'),
-  API_TRUST_PROXY: proxyHops
+  API_TRUST_PROXY: proxyTrust
     .default(0)
     .describe(
-      'Reverse proxies in front of the API whose X-Forwarded-For/-Proto are trusted: a hop ' +
-        'count (true = 1). The client address is the entry that many from the right, never the ' +
-        'client-written leftmost one.',
+      'Reverse proxies in front of the API whose X-Forwarded-For/-Proto/-Host are trusted: a hop ' +
+        'count (true = 1), or a comma-separated CIDR list of the networks they live in (e.g. ' +
+        '10.0.0.0/8,127.0.0.1/32). The client address is the entry that many from the right, or ' +
+        'the rightmost entry outside those networks; never the client-written leftmost one.',
     ),
   API_ALLOWED_ORIGINS: z
     .string()

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
-import { newAccount } from '../support/apiClient.ts';
+import { newAccount, type ApiClient } from '../support/apiClient.ts';
 
 // Three failures per account, five per client address. The API trusts X-Forwarded-For here (as
 // behind a proxy), so each test plays from its own address.
@@ -154,5 +154,110 @@ test('sign-ups from one address are limited (a parallel burst included); other a
     expect((await signup(nextAddress())).status).toBe(200);
   } finally {
     await limited.close();
+  }
+});
+
+test('behind a throttled shared address, a browser that signed in before still gets in with the right password; others get 429', async () => {
+  const address = nextAddress();
+  const login = (client: ApiClient, email: string, password: string) =>
+    client.post(
+      '/api/authorize/login',
+      { email, password },
+      { headers: { 'x-forwarded-for': address } },
+    );
+  const account = await registered();
+  const knownBrowser = harness.client();
+  expect((await login(knownBrowser, account.email, account.password)).status).toBe(200);
+  expect(knownBrowser.jar.has('device')).toBe(true);
+  expect((await knownBrowser.get('/api/authorize/logout')).status).toBe(200);
+
+  // Someone else behind the same address exhausts its limit guessing at other accounts.
+  for (let i = 0; i < 5; i++) {
+    const guess = await login(harness.client(), `nat${i}.${Date.now()}@example.com`, 'guess');
+    expect(guess.status).toBe(401);
+  }
+  expect((await login(harness.client(), account.email, account.password)).status).toBe(429);
+
+  expect((await login(knownBrowser, account.email, account.password)).status).toBe(200);
+});
+
+test('a device cookie counts only for its own account, and a forged one counts for nothing', async () => {
+  const address = nextAddress();
+  const login = (client: ApiClient, email: string, password: string) =>
+    client.post(
+      '/api/authorize/login',
+      { email, password },
+      { headers: { 'x-forwarded-for': address } },
+    );
+  const owner = await registered();
+  const other = await registered();
+  const browser = harness.client();
+  expect((await login(browser, owner.email, owner.password)).status).toBe(200);
+  expect((await browser.get('/api/authorize/logout')).status).toBe(200);
+  for (let i = 0; i < 5; i++) {
+    expect((await login(harness.client(), `nat${i}.${Date.now()}@example.com`, 'x')).status).toBe(
+      401,
+    );
+  }
+  expect((await login(browser, other.email, other.password)).status).toBe(429);
+
+  const forger = harness.client();
+  const [userId] = browser.jar.get('device')!.split('.');
+  forger.jar.set('device', `${userId}.${'A'.repeat(22)}`);
+  forger.jar.set('device.sig', browser.jar.get('device.sig')!);
+  expect((await login(forger, owner.email, owner.password)).status).toBe(429);
+});
+
+test('a known device is still held to the account limit', async () => {
+  const account = await registered();
+  const browser = harness.client();
+  expect((await attemptWith(browser, account.email, account.password)).status).toBe(200);
+  expect((await browser.get('/api/authorize/logout')).status).toBe(200);
+  for (let i = 0; i < 3; i++) {
+    expect((await attemptWith(browser, account.email, 'wrong')).status).toBe(401);
+  }
+  expect((await attemptWith(browser, account.email, account.password)).status).toBe(429);
+});
+
+function attemptWith(client: ApiClient, email: string, password: string) {
+  return client.post(
+    '/api/authorize/login',
+    { email, password },
+    { headers: { 'x-forwarded-for': nextAddress() } },
+  );
+}
+
+test('behind proxies trusted by CIDR, rotating the leftmost X-Forwarded-For entry does not escape the address limit', async () => {
+  const byNetwork = await startApiHarness({
+    API_TRUST_PROXY: '10.0.0.0/8,127.0.0.1/32',
+    LOGIN_MAX_FAILURES_PER_ADDRESS: '5',
+  });
+  try {
+    const address = nextAddress();
+    const login = (i: number, email: string, password: string) =>
+      byNetwork
+        .client()
+        .post(
+          '/api/authorize/login',
+          { email, password },
+          { headers: { 'x-forwarded-for': `198.51.100.${i}, ${address}, 10.20.30.40` } },
+        );
+    for (let i = 0; i < 5; i++) {
+      expect((await login(i, `cidr${i}.${Date.now()}@example.com`, 'guess')).status).toBe(401);
+    }
+    const account = newAccount();
+    expect((await byNetwork.client().post('/api/authorize/signup', account)).status).toBe(200);
+    expect((await login(99, account.email, account.password)).status).toBe(429);
+    // The same account from another client behind the same proxies is not held back.
+    const elsewhere = await byNetwork
+      .client()
+      .post(
+        '/api/authorize/login',
+        { email: account.email, password: account.password },
+        { headers: { 'x-forwarded-for': `${address}, ${nextAddress()}, 10.20.30.40` } },
+      );
+    expect(elsewhere.status).toBe(200);
+  } finally {
+    await byNetwork.close();
   }
 });

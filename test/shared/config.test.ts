@@ -44,10 +44,15 @@ test('empty variables count as unset', () => {
   expect(loadConfig({ DATA_PORT: '' }).DATA_PORT).toBe(8085);
 });
 
-test('API_TRUST_PROXY is a hop count: true is one hop, false none, anything else refused', () => {
+test('API_TRUST_PROXY is a hop count or a CIDR list: true is one hop, false none, anything else refused', () => {
   expect(loadConfig({}).API_TRUST_PROXY).toBe(0);
   expect(loadConfig({ API_TRUST_PROXY: 'true' }).API_TRUST_PROXY).toBe(1);
   expect(loadConfig({ API_TRUST_PROXY: 'false' }).API_TRUST_PROXY).toBe(0);
   expect(loadConfig({ API_TRUST_PROXY: '2' }).API_TRUST_PROXY).toBe(2);
   expect(() => loadConfig({ API_TRUST_PROXY: 'leftmost' })).toThrow(ConfigError);
+  expect(
+    loadConfig({ API_TRUST_PROXY: '10.0.0.0/8, 127.0.0.1/32,fd00::/8' }).API_TRUST_PROXY,
+  ).toEqual(['10.0.0.0/8', '127.0.0.1/32', 'fd00::/8']);
+  expect(() => loadConfig({ API_TRUST_PROXY: '10.0.0.0/33' })).toThrow(/CIDR list/);
+  expect(() => loadConfig({ API_TRUST_PROXY: '10.0.0.1' })).toThrow(ConfigError);
 });

@@ -8,7 +8,8 @@ import { RateLimitedError } from '../../shared/errors.ts';
 // the migrations): failed attempts are counted per account (reset by a successful login) and
 // per client address, each in a fixed window. Once either count reaches its limit, every
 // attempt (even with the right password) gets 429 with Retry-After until the window ends. Every
-// attempt is counted before its password is checked (see admit).
+// attempt is counted before its password is checked (see admit). A browser with a device cookie
+// of the account (see deviceCookie.ts) is held only to the account limit.
 // Unknown accounts are counted like real ones, so the answers reveal nothing.
 
 interface Limit {
@@ -80,12 +81,13 @@ export class LoginThrottle {
   /**
    * Counts this attempt against the account and the address before the password is checked, in
    * one atomic upsert per limit: a parallel burst cannot all pass a check made before any of its
-   * failures is recorded. 429 once either count passes its limit.
+   * failures is recorded. 429 once either count passes its limit. An attempt from a known device
+   * of the account counts against the account only.
    */
-  async admit(email: string, address: string): Promise<void> {
+  async admit(email: string, address: string, knownDevice = false): Promise<void> {
     const results = await Promise.allSettled([
       this.account.limiter.consume(accountKey(email)),
-      this.address.limiter.consume(address),
+      ...(knownDevice ? [] : [this.address.limiter.consume(address)]),
     ]);
     let waitMs = 0;
     for (const result of results) {
@@ -105,10 +107,10 @@ export class LoginThrottle {
    * A correct password: the account's count starts again, and the address gets back the point
    * this attempt took (it was not a failure), keeping the failures it had.
    */
-  async recordSuccess(email: string, address: string): Promise<void> {
+  async recordSuccess(email: string, address: string, knownDevice = false): Promise<void> {
     await Promise.all([
       this.account.limiter.delete(accountKey(email)),
-      this.address.limiter.reward(address, 1),
+      ...(knownDevice ? [] : [this.address.limiter.reward(address, 1)]),
     ]);
   }
 }

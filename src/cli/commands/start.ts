@@ -149,15 +149,26 @@ function localTokenName(host: string, port: string): string {
   return `${LOCAL_TOKEN_PREFIX}${safeHost}-${port}`;
 }
 
-/** Tells the person at the terminal where things listen and hands them a working token. */
+/**
+ * Tells the person at the terminal where things listen and hands them a working token. The token
+ * grants read and write, so it is only shown on a terminal: off one (a container, a service
+ * manager, a pipe) stdout is a log stream that others keep and read, and the banner says how to
+ * get a token instead.
+ */
 async function announce(runtime: Runtime, handles: RoleHandle[], token: string | undefined) {
   const lines = handles.filter((h) => h.url).map((h) => `  ${h.name.padEnd(6)} ${h.url}`);
-  if (token) {
+  if (token && process.stdout.isTTY) {
     const dataUrl = handles.find((h) => h.name === 'data')?.url;
     lines.push(
       '',
       `  data token (read, write; replaced at every start of this host and port): ${token}`,
       `  try: curl -H "Authorization: Bearer ${token}" ${dataUrl}/data/currency/all`,
+    );
+  } else if (token) {
+    lines.push(
+      '',
+      '  data token: not shown, as this output is not a terminal (it would end up in logs);',
+      `  make one: ${TOKEN_HINT}`,
     );
   }
   const currencies = await runtime.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM currencies`);
@@ -165,6 +176,8 @@ async function announce(runtime: Runtime, handles: RoleHandle[], token: string |
     `\nplatform is running (${String(currencies)} currencies)\n${lines.join('\n')}\n\n`,
   );
 }
+
+const TOKEN_HINT = 'platform token create --name <you> --scope read --scope write';
 
 /**
  * SIGTERM/SIGINT: readiness turns 503 at once; during SHUTDOWN_DRAIN_SECONDS the process still

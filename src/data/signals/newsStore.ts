@@ -1,4 +1,4 @@
-import { sql, type DatabasePool } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { bucketSql } from '../history/gridSql.ts';
 import type { NewsSentimentInput } from '../routes/newsSentiment/schema.ts';
@@ -10,7 +10,7 @@ import type { NewsSentimentInput } from '../routes/newsSentiment/schema.ts';
  * ids this call stored. The items must not repeat an article id among themselves.
  */
 export async function insertNewsSentiment(
-  pool: DatabasePool,
+  pool: CommonQueryMethods,
   items: readonly NewsSentimentInput[],
 ): Promise<Set<number>> {
   if (items.length === 0) return new Set();

@@ -1,4 +1,4 @@
-import { sql, type DatabasePool } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { bucketSql } from '../history/gridSql.ts';
 import type { PredictionInput } from '../routes/predictions/schema.ts';
@@ -10,7 +10,7 @@ import { MODEL_TYPES } from './fields.ts';
  * sequence inside the statement so each one can be matched to the item it belongs to.
  */
 export async function insertPredictions(
-  pool: DatabasePool,
+  pool: CommonQueryMethods,
   items: readonly PredictionInput[],
 ): Promise<Array<number | null>> {
   if (items.length === 0) return [];

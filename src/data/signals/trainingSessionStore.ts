@@ -1,4 +1,4 @@
-import { sql, type DatabasePool } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { TrainingSessionInput } from '../routes/trainingSessions/schema.ts';
 import { MODEL_TYPES, QUERY_LOADS, QUERY_TYPES } from './fields.ts';
@@ -14,7 +14,7 @@ export interface TrainingSessionCheck {
  * true: stored). The prediction's time is copied beside its id so joins prune chunks.
  */
 export async function insertTrainingSessions(
-  pool: DatabasePool,
+  pool: CommonQueryMethods,
   items: readonly TrainingSessionInput[],
 ): Promise<TrainingSessionCheck[]> {
   if (items.length === 0) return [];

@@ -1,15 +1,20 @@
 import { createPgDriverFactory } from '@slonik/pg-driver';
+import { finished } from 'node:stream';
 import pg from 'pg';
 import {
   ConnectionError,
   createPool,
+  type DriverClient,
   type DriverFactory,
   SchemaValidationError,
+  sql,
   type DatabasePool,
   type DriverTypeParser,
   type Interceptor,
   type QueryResultRow,
 } from 'slonik';
+
+import { abandonmentSignal, RequestAbandonedError } from '../abandonment.ts';
 
 export type { DatabasePool };
 
@@ -36,20 +41,43 @@ const typeParsers: DriverTypeParser[] = [
 ];
 
 /**
- * The pg driver with a client-side deadline on every query. The server-side statement timeout
- * cannot fire when the server is unreachable (a half-open connection: a dead peer or a network
- * that drops packets), and TCP may take many minutes to notice; past the deadline the query
- * fails with a ConnectionError (503) and its connection is destroyed, never reused.
+ * Settings of every pooled session, applied once when it connects. The server checks during a
+ * long query that its client is still there (a vanished client ends its query within seconds
+ * instead of at the statement timeout) and probes idle peers with TCP keepalives.
  */
-function driverWithQueryDeadline(deadlineMs: number): DriverFactory {
+const SESSION_SETUP = sql.unsafe`
+  SELECT pg_backend_pid() AS pid,
+         set_config('client_connection_check_interval', '2s', false),
+         set_config('tcp_keepalives_idle', '30', false),
+         set_config('tcp_keepalives_interval', '10', false),
+         set_config('tcp_keepalives_count', '3', false)`;
+
+/**
+ * The pg driver with a client-side deadline on every query and cancellation of abandoned work.
+ * The server-side statement timeout cannot fire when the server is unreachable (a half-open
+ * connection: a dead peer or a network that drops packets), and TCP may take many minutes to
+ * notice; past the deadline the query fails with a ConnectionError (503) and its connection is
+ * destroyed, never reused. A query or stream started for a request that is then abandoned (see
+ * shared/abandonment.ts) has its backend cancelled and its connection destroyed, so that a late
+ * cancel can never hit another request's query on a reused connection.
+ */
+function driverWithQueryDeadline(deadlineMs: number, canceller: BackendCanceller): DriverFactory {
   const inner = createPgDriverFactory();
   return async (setup) => {
     const driver = await inner(setup);
     return {
       createClient: async () => {
         const client = await driver.createClient();
+        const pid = await setUpSession(client);
+        const abandon = () => {
+          canceller.cancel(pid);
+          void client.destroy().catch(() => {});
+        };
         const query = client.query;
         client.query = (text, values, queryOptions) => {
+          const signal = abandonmentSignal();
+          if (signal?.aborted) return Promise.reject(new RequestAbandonedError());
+          signal?.addEventListener('abort', abandon);
           let timer: NodeJS.Timeout | undefined;
           const deadline = new Promise<never>((_, reject) => {
             timer = setTimeout(() => {
@@ -57,14 +85,63 @@ function driverWithQueryDeadline(deadlineMs: number): DriverFactory {
               reject(new ConnectionError(`The database did not answer within ${deadlineMs} ms.`));
             }, deadlineMs);
           });
-          return Promise.race([query(text, values, queryOptions), deadline]).finally(() =>
-            clearTimeout(timer),
+          return Promise.race([query(text, values, queryOptions), deadline]).finally(() => {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', abandon);
+          });
+        };
+        const stream = client.stream;
+        client.stream = (text, values) => {
+          const signal = abandonmentSignal();
+          const rows = stream(text, values);
+          if (!signal) return rows;
+          if (signal.aborted) {
+            queueMicrotask(abandon);
+            return rows;
+          }
+          signal.addEventListener('abort', abandon);
+          finished(rows as unknown as NodeJS.ReadableStream, () =>
+            signal.removeEventListener('abort', abandon),
           );
+          return rows;
         };
         return client;
       },
     };
   };
+}
+
+async function setUpSession(client: DriverClient): Promise<number> {
+  client.acquire();
+  try {
+    const result = await client.query(SESSION_SETUP.sql, []);
+    return Number(result.rows[0]!.pid);
+  } finally {
+    await client.release();
+  }
+}
+
+/**
+ * Sends pg_cancel_backend over a small pool of its own: cancelling must not wait behind the
+ * very queries it cancels.
+ */
+class BackendCanceller {
+  private pool: pg.Pool | undefined;
+  private readonly url: string;
+  constructor(url: string) {
+    this.url = url;
+  }
+
+  cancel(pid: number) {
+    this.pool ??= createPgPool(this.url, 2);
+    this.pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {
+      // The destroyed connection ends the query anyway (client_connection_check_interval).
+    });
+  }
+
+  async end() {
+    await this.pool?.end();
+  }
 }
 
 export interface PoolOptions {
@@ -80,8 +157,9 @@ export async function createDatabasePool(
   options: PoolOptions = {},
 ): Promise<DatabasePool> {
   const statementTimeout = options.statementTimeoutMs ?? 30_000;
+  const canceller = new BackendCanceller(url);
   const pool = await createPool(url, {
-    driverFactory: driverWithQueryDeadline(statementTimeout + 1000),
+    driverFactory: driverWithQueryDeadline(statementTimeout + 1000, canceller),
     // A connection being destroyed (past its deadline) holds its pool slot at most this long.
     gracefulTerminationTimeout: 1000,
     interceptors: [resultParser, ...(options.interceptors ?? [])],
@@ -97,7 +175,13 @@ export async function createDatabasePool(
   // it into a plain "Unhandled error" that hides the typed error (a 503 would become a 500). The
   // error still rejects the query, where it is handled.
   pool.on('error', () => {});
-  return pool;
+  const end = pool.end.bind(pool);
+  return Object.assign(pool, {
+    end: async () => {
+      await end();
+      await canceller.end();
+    },
+  });
 }
 
 /** A plain node-postgres pool, for COPY streams and LISTEN, which Slonik does not offer. */

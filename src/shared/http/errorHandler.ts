@@ -3,6 +3,7 @@ import {
   BackendTerminatedError,
   BackendTerminatedUnexpectedlyError,
   ConnectionError,
+  StatementCancelledError,
   StatementTimeoutError,
 } from 'slonik';
 import { AppError } from '../errors.ts';
@@ -42,7 +43,9 @@ function isDatabaseUnavailable(error: unknown): boolean {
     error instanceof ConnectionError ||
     error instanceof BackendTerminatedError ||
     error instanceof BackendTerminatedUnexpectedlyError ||
-    error instanceof StatementTimeoutError
+    error instanceof StatementTimeoutError ||
+    // Cancelled by us for an abandoned request, or by an operator (pg_cancel_backend).
+    error instanceof StatementCancelledError
   ) {
     return true;
   }

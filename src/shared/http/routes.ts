@@ -6,6 +6,8 @@ import type {
   ZodOpenApiPathsObject,
   ZodOpenApiResponseObject,
 } from 'zod-openapi';
+import { runAbandonable } from '../abandonment.ts';
+import { requestSignal } from './requestAbort.ts';
 import { UnsupportedMediaTypeError, ValidationError, type ErrorDetail } from '../errors.ts';
 
 // A route is declared once: its zod schemas validate requests at run time and describe the route
@@ -22,10 +24,13 @@ export interface ResponseSpec {
 
 type AnyObject = z.ZodType<Record<string, unknown>>;
 
+type HeaderObject = z.ZodObject<Record<string, z.ZodType<string | undefined>>>;
+
 export interface RouteSpec<
   P extends AnyObject = AnyObject,
   Q extends AnyObject = AnyObject,
   B extends z.ZodType = z.ZodType,
+  H extends HeaderObject = HeaderObject,
 > {
   method: HttpMethod;
   /** OpenAPI form, e.g. `/data/currency/history/{code}`. */
@@ -36,6 +41,8 @@ export interface RouteSpec<
   tags: string[];
   params?: P;
   query?: Q;
+  /** Request headers the route reads, keyed by their canonical spelling (`Idempotency-Key`). */
+  headers?: H;
   body?: B;
   /** Media types accepted for the body; JSON unless said otherwise. */
   bodyTypes?: string[];
@@ -50,9 +57,14 @@ export interface RouteSpec<
   security?: Array<Record<string, string[]>>;
   /** Middleware run before validation (authentication, rate limits). */
   before?: Array<(ctx: Context, next: () => Promise<unknown>) => Promise<unknown>>;
+  /**
+   * Reads only: when the client leaves or the deadline passes, the handler's running SQL is
+   * cancelled and its data-module calls aborted (see shared/abandonment.ts).
+   */
+  cancelWhenAbandoned?: boolean;
   handler: (
     ctx: Context,
-    input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> },
+    input: { params: z.output<P>; query: z.output<Q>; body: z.output<B>; headers: z.output<H> },
   ) => Promise<void> | void;
 }
 
@@ -79,9 +91,12 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   503: 'A dependency (database, data module) is unavailable.',
 };
 
-export function defineRoute<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(
-  spec: RouteSpec<P, Q, B>,
-): RouteSpec<P, Q, B> {
+export function defineRoute<
+  P extends AnyObject,
+  Q extends AnyObject,
+  B extends z.ZodType,
+  H extends HeaderObject = HeaderObject,
+>(spec: RouteSpec<P, Q, B, H>): RouteSpec<P, Q, B, H> {
   return spec;
 }
 
@@ -92,12 +107,17 @@ export function issuesToDetails(location: string, error: z.ZodError): ErrorDetai
   }));
 }
 
+const LOCATION_NOUNS: Record<string, string> = {
+  query: 'query parameter',
+  params: 'path parameter',
+  headers: 'header',
+};
+
 export function describeFirst(location: string, details: ErrorDetail[]): string {
   const first = details[0];
   if (!first) return `Invalid ${location}`;
   const name = first.path?.split('.').slice(1).join('.') || location;
-  const noun =
-    location === 'query' ? 'query parameter' : location === 'params' ? 'path parameter' : 'field';
+  const noun = LOCATION_NOUNS[location] ?? 'field';
   return `Invalid ${noun} '${name}': ${first.message}`;
 }
 
@@ -118,6 +138,13 @@ function requireMediaType(ctx: Context, accepted: string[]) {
   }
 }
 
+/** The declared headers by their canonical names; absent ones are undefined. */
+function readHeaders(ctx: Context, schema: HeaderObject): Record<string, string | undefined> {
+  return Object.fromEntries(
+    Object.keys(schema.shape).map((name) => [name, ctx.get(name) || undefined]),
+  );
+}
+
 function toRouterPath(openApiPath: string): string {
   return openApiPath.replace(/\{([^}]+)\}/g, ':$1');
 }
@@ -128,7 +155,9 @@ export class RouteRegistry {
 
   private readonly rawBodyRoutes: Array<{ method: string; pattern: RegExp }> = [];
 
-  add<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(spec: RouteSpec<P, Q, B>) {
+  add<P extends AnyObject, Q extends AnyObject, B extends z.ZodType, H extends HeaderObject>(
+    spec: RouteSpec<P, Q, B, H>,
+  ) {
     this.routes.push(spec);
     if (spec.rawBody) {
       const pattern = spec.path
@@ -153,12 +182,16 @@ export class RouteRegistry {
       const validateAndHandle = async (ctx: Context) => {
         const params = spec.params ? parsePart('params', spec.params, ctx.params) : {};
         const query = spec.query ? parsePart('query', spec.query, ctx.query) : {};
+        const headers = spec.headers
+          ? parsePart('headers', spec.headers, readHeaders(ctx, spec.headers))
+          : {};
         let body: unknown = undefined;
         if (spec.body) {
           requireMediaType(ctx, spec.bodyTypes ?? ['application/json']);
           if (!spec.rawBody) body = parsePart('body', spec.body, ctx.request.body);
         }
-        await spec.handler(ctx, { params, query, body });
+        const handle = () => spec.handler(ctx, { params, query, body, headers });
+        await (spec.cancelWhenAbandoned ? runAbandonable(requestSignal(ctx), handle) : handle());
       };
       router[spec.method](
         spec.operationId,
@@ -203,6 +236,7 @@ export class RouteRegistry {
         requestParams: {
           ...(spec.params ? { path: spec.params as never } : {}),
           ...(spec.query ? { query: spec.query as never } : {}),
+          ...(spec.headers ? { header: spec.headers } : {}),
         },
         ...(spec.body
           ? {

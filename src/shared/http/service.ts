@@ -4,9 +4,11 @@ import { koaBody } from 'koa-body';
 import helmet from 'koa-helmet';
 import type { Logger } from '../logger.ts';
 import { metricsRegistry } from '../metrics.ts';
+import { clientAddress, trustsProxies, type ProxyTrust } from './clientAddress.ts';
 import { errorHandler } from './errorHandler.ts';
 import { mountHealthRoutes, Readiness } from './health.ts';
 import { mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
+import { requestAbort } from './requestAbort.ts';
 import { requestContext } from './requestContext.ts';
 import { requestDeadline } from './requestDeadline.ts';
 import type { RouteRegistry } from './routes.ts';
@@ -28,8 +30,8 @@ export interface HttpServiceOptions {
   extend?: (router: Router) => void;
   /** A request not finished within this answers 503 (a dependency hanging). */
   requestTimeoutMs?: number;
-  /** Trusted reverse-proxy hops (0: X-Forwarded-* ignored). */
-  proxyHops?: number;
+  /** Trusted reverse proxies: a hop count or CIDRs (0 or none: X-Forwarded-* ignored). */
+  trustProxy?: ProxyTrust;
 }
 
 /**
@@ -37,13 +39,16 @@ export interface HttpServiceOptions {
  * headers, body parsing with limits, health, metrics, OpenAPI and docs, then the service's routes.
  */
 export function createHttpService(options: HttpServiceOptions) {
-  const hops = options.proxyHops ?? 0;
-  const app = new Koa({ proxy: hops > 0, maxIpsCount: hops });
+  const trust = options.trustProxy ?? 0;
+  const behindProxies = trustsProxies(trust);
+  const app = new Koa({ proxy: behindProxies });
   const readiness = options.readiness ?? new Readiness();
   const router = new Router();
 
+  if (behindProxies) app.use(clientAddress(trust));
   app.use(requestContext(options.name, options.logger));
   app.use(errorHandler(options.logger));
+  app.use(requestAbort());
   if (options.requestTimeoutMs) app.use(requestDeadline(options.requestTimeoutMs));
   app.use(helmet());
   const parseBody = koaBody({

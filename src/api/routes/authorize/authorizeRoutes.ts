@@ -4,6 +4,7 @@ import { AppError, ValidationError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import type { Logger } from '../../../shared/logger.ts';
 import { counter } from '../../../shared/metrics.ts';
+import { deviceCookieUserId, issueDeviceCookie } from '../../identity/deviceCookie.ts';
 import type { LoginThrottle } from '../../identity/loginThrottle.ts';
 import { hashPassword, verifyPassword } from '../../identity/passwords.ts';
 import {
@@ -40,6 +41,7 @@ async function signIn(ctx: Context, userId: number, maxAgeMs: number) {
   session.userId = userId;
   delete session.csrf;
   issueCsrfToken(ctx, maxAgeMs);
+  issueDeviceCookie(ctx, userId);
   await session.regenerate();
   (ctx.state.logger as Logger).info({ userId }, 'signed in');
 }
@@ -80,28 +82,31 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
       summary: 'Sign in with email and password',
       description:
         'Unknown email and wrong password get the same 401. Failed attempts are limited per account ' +
-        'and per client address; past the limit every attempt gets 429 with Retry-After.',
+        'and per client address; past the limit every attempt gets 429 with Retry-After. A browser ' +
+        'that signed in to the account before (its signed `device` cookie) is held to the account ' +
+        'limit only, so failures of others behind the same address do not lock it out.',
       tags: TAG,
       body: loginBody,
       responses: { 200: signedIn },
       errors: [401, 403, 415, 429],
       handler: async (ctx, { body }) => {
         refuseIfSignedIn(ctx);
+        const account = await findCredentials(deps.pool, body.email);
+        const knownDevice = account !== null && deviceCookieUserId(ctx) === account.id;
         try {
-          await deps.throttle.admit(body.email, ctx.ip);
+          await deps.throttle.admit(body.email, ctx.ip, knownDevice);
         } catch (error) {
           logins.inc({ outcome: 'throttled' });
           (ctx.state.logger as Logger).warn({ ip: ctx.ip }, 'sign-in throttled');
           throw error;
         }
-        const account = await findCredentials(deps.pool, body.email);
         const { valid, needsRehash } = await verifyPassword(account?.passwordHash, body.password);
         if (!account || !valid) {
           logins.inc({ outcome: 'rejected' });
           (ctx.state.logger as Logger).info({ ip: ctx.ip }, 'sign-in refused');
           throw new AppError(401, 'invalid_credentials', 'Unknown email or wrong password');
         }
-        await deps.throttle.recordSuccess(body.email, ctx.ip);
+        await deps.throttle.recordSuccess(body.email, ctx.ip, knownDevice);
         if (needsRehash) {
           await updatePasswordHash(deps.pool, account.id, await hashPassword(body.password));
         }

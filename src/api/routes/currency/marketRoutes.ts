@@ -37,6 +37,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       method: 'get',
       path: '/api/currency/history/{code}',
       operationId: 'currencyHistory',
+      cancelWhenAbandoned: true,
       summary: 'Price history of a currency at a chosen resolution',
       description:
         'Epoch-aligned buckets of `intervalSeconds` over the last `hours`, each stamped with its ' +

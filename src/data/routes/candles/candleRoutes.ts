@@ -48,6 +48,7 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
       method: 'get',
       path: '/data/candles/{code}',
       operationId: 'currencyCandles',
+      cancelWhenAbandoned: true,
       summary:
         'OHLCV candles of a currency at any interval, optionally gap-filled and calendar-aligned',
       description: `${ALIGNMENT} Answers over the point cap are refused with 400: use the export route for those.`,
@@ -85,6 +86,7 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
       method: 'get',
       path: '/data/candles/{code}/export',
       operationId: 'exportCandles',
+      cancelWhenAbandoned: true,
       summary: 'Stream candles as CSV or NDJSON, without the point cap',
       description:
         `${ALIGNMENT} The same rows as /data/candles/{code}, streamed through a database cursor at ` +

@@ -80,6 +80,7 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
       method: 'get',
       path: '/data/currency/history/{code}',
       operationId: 'currencyHistory',
+      cancelWhenAbandoned: true,
       summary: 'Price history of a currency at a chosen spacing',
       description:
         'Buckets are aligned to the Unix epoch, each stamped with its start; `value` is the first price ' +

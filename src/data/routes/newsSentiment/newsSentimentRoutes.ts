@@ -12,6 +12,7 @@ import {
 import { insertNewsSentiment, sentimentPerBucket } from '../../signals/newsStore.ts';
 import { assertPointCap, resolveRange } from '../../signals/readQuery.ts';
 import type { SignalRouteDeps } from '../../signals/deps.ts';
+import { idempotencyHeaders, writeOnce } from '../../signals/idempotency.ts';
 import {
   newsSentimentQuery,
   newsSentimentRequestSchema,
@@ -37,13 +38,18 @@ export function registerNewsSentimentRoutes(registry: RouteRegistry, deps: Signa
       tags: ['signals'],
       security: bearerSecurity('write'),
       before: [deps.requireScope('write')],
+      headers: idempotencyHeaders,
       body: newsSentimentRequestSchema,
       responses: { 200: { description: 'Stored (or already stored)', schema: successfulSchema } },
-      errors: [401, 403, 413, 415, 503],
-      handler: async (ctx, { body }) => {
-        const stored = await insertNewsSentiment(deps.pool, [body]);
-        summarise('news_sentiment', 1, stored.size, []);
-        ctx.body = { successful: true };
+      errors: [401, 403, 413, 415, 422, 503],
+      handler: async (ctx, { body, headers }) => {
+        const key = headers['Idempotency-Key'];
+        const request = { operation: 'addNewsSentiment', key, payload: ctx.request.body };
+        await writeOnce(ctx, deps.pool, request, async (db) => {
+          const stored = await insertNewsSentiment(db, [body]);
+          summarise('news_sentiment', 1, stored.size, []);
+          return { status: 200, body: { successful: true } };
+        });
       },
     }),
   );
@@ -62,16 +68,22 @@ export function registerNewsSentimentRoutes(registry: RouteRegistry, deps: Signa
       tags: ['signals'],
       security: bearerSecurity('write'),
       before: [deps.requireScope('write')],
+      headers: idempotencyHeaders,
       body: z.array(newsSentimentRequestSchema),
       bodyTypes: BULK_BODY_TYPES,
       rawBody: true,
       responses: { 200: { description: 'Counts and rejections', schema: bulkOutcomeSchema } },
-      errors: [401, 403, 413, 415, 503],
-      handler: async (ctx) => {
+      errors: [401, 403, 413, 415, 422, 503],
+      handler: async (ctx, { headers }) => {
         const items = await readBulkItems(ctx, deps.bulk);
-        const { valid, rejections } = validateItems(items, newsSentimentRequestSchema);
-        const stored = await insertNewsSentiment(deps.pool, firstPerArticle(valid));
-        ctx.body = summarise('news_sentiment', items.length, stored.size, rejections);
+        const key = headers['Idempotency-Key'];
+        const request = { operation: 'addNewsSentimentBulk', key, payload: items };
+        await writeOnce(ctx, deps.pool, request, async (db) => {
+          const { valid, rejections } = validateItems(items, newsSentimentRequestSchema);
+          const stored = await insertNewsSentiment(db, firstPerArticle(valid));
+          const outcome = summarise('news_sentiment', items.length, stored.size, rejections);
+          return { status: 200, body: outcome };
+        });
       },
     }),
   );

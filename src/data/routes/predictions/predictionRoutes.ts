@@ -13,6 +13,7 @@ import {
   type Rejection,
 } from '../../signals/bulkOutcome.ts';
 import type { SignalRouteDeps } from '../../signals/deps.ts';
+import { idempotencyHeaders, writeOnce } from '../../signals/idempotency.ts';
 import {
   accuracyPerBucket,
   evaluatedPredictions,
@@ -42,15 +43,19 @@ export function registerPredictionRoutes(registry: RouteRegistry, deps: SignalRo
       tags: ['signals'],
       security: bearerSecurity('write'),
       before: [deps.requireScope('write')],
+      headers: idempotencyHeaders,
       body: predictionRequestSchema,
       responses: { 202: { description: 'Stored', schema: predictionIdSchema } },
       errors: [401, 403, 413, 415, 422, 503],
-      handler: async (ctx, { body }) => {
-        const [predictionId] = await insertPredictions(deps.pool, [body]);
-        if (predictionId == null) throwRejection(unknownCurrency(0, body.currencyCode));
-        summarise('prediction', 1, 1, []);
-        ctx.status = 202;
-        ctx.body = { predictionId };
+      handler: async (ctx, { body, headers }) => {
+        const key = headers['Idempotency-Key'];
+        const request = { operation: 'addPrediction', key, payload: ctx.request.body };
+        await writeOnce(ctx, deps.pool, request, async (db) => {
+          const [predictionId] = await insertPredictions(db, [body]);
+          if (predictionId == null) throwRejection(unknownCurrency(0, body.currencyCode));
+          summarise('prediction', 1, 1, []);
+          return { status: 202, body: { predictionId } };
+        });
       },
     }),
   );
@@ -69,6 +74,7 @@ export function registerPredictionRoutes(registry: RouteRegistry, deps: SignalRo
       tags: ['signals'],
       security: bearerSecurity('write'),
       before: [deps.requireScope('write')],
+      headers: idempotencyHeaders,
       body: z.array(predictionRequestSchema),
       bodyTypes: BULK_BODY_TYPES,
       rawBody: true,
@@ -80,26 +86,31 @@ export function registerPredictionRoutes(registry: RouteRegistry, deps: SignalRo
             .meta({ id: 'PredictionBulkOutcome' }),
         },
       },
-      errors: [401, 403, 413, 415, 503],
-      handler: async (ctx) => {
+      errors: [401, 403, 413, 415, 422, 503],
+      handler: async (ctx, { headers }) => {
         const items = await readBulkItems(ctx, deps.bulk);
-        const { valid, rejections } = validateItems(items, predictionRequestSchema);
-        const ids = await insertPredictions(
-          deps.pool,
-          valid.map((item) => item.value),
-        );
-        const predictionIds: Array<number | null> = items.map(() => null);
-        const unknown: Rejection[] = [];
-        valid.forEach((item, position) => {
-          const id = ids[position] ?? null;
-          if (id === null) unknown.push(unknownCurrency(item.index, item.value.currencyCode));
-          predictionIds[item.index] = id;
+        const key = headers['Idempotency-Key'];
+        const request = { operation: 'addPredictionsBulk', key, payload: items };
+        await writeOnce(ctx, deps.pool, request, async (db) => {
+          const { valid, rejections } = validateItems(items, predictionRequestSchema);
+          const ids = await insertPredictions(
+            db,
+            valid.map((item) => item.value),
+          );
+          const predictionIds: Array<number | null> = items.map(() => null);
+          const unknown: Rejection[] = [];
+          valid.forEach((item, position) => {
+            const id = ids[position] ?? null;
+            if (id === null) unknown.push(unknownCurrency(item.index, item.value.currencyCode));
+            predictionIds[item.index] = id;
+          });
+          const accepted = valid.length - unknown.length;
+          const outcome = summarise('prediction', items.length, accepted, [
+            ...rejections,
+            ...unknown,
+          ]);
+          return { status: 200, body: { ...outcome, predictionIds } };
         });
-        const accepted = valid.length - unknown.length;
-        ctx.body = {
-          ...summarise('prediction', items.length, accepted, [...rejections, ...unknown]),
-          predictionIds,
-        };
       },
     }),
   );

@@ -12,6 +12,7 @@ import {
   type Rejection,
 } from '../../signals/bulkOutcome.ts';
 import type { SignalRouteDeps } from '../../signals/deps.ts';
+import { idempotencyHeaders, writeOnce } from '../../signals/idempotency.ts';
 import {
   insertTrainingSessions,
   listTrainingSessions,
@@ -95,15 +96,20 @@ export function registerTrainingSessionRoutes(registry: RouteRegistry, deps: Sig
       tags: ['signals'],
       security: bearerSecurity('write'),
       before: [deps.requireScope('write')],
+      headers: idempotencyHeaders,
       body: trainingSessionRequestSchema,
       responses: { 200: { description: 'Stored', schema: successfulSchema } },
       errors: [401, 403, 413, 415, 422, 503],
-      handler: async (ctx, { body }) => {
-        const [check] = await insertTrainingSessions(deps.pool, [body]);
-        const rejection = check && missingReferences(0, body, check);
-        if (rejection) throwRejection(rejection);
-        summarise('training_session', 1, 1, []);
-        ctx.body = { successful: true };
+      handler: async (ctx, { body, headers }) => {
+        const key = headers['Idempotency-Key'];
+        const request = { operation: 'addTrainingSession', key, payload: ctx.request.body };
+        await writeOnce(ctx, deps.pool, request, async (db) => {
+          const [check] = await insertTrainingSessions(db, [body]);
+          const rejection = check && missingReferences(0, body, check);
+          if (rejection) throwRejection(rejection);
+          summarise('training_session', 1, 1, []);
+          return { status: 200, body: { successful: true } };
+        });
       },
     }),
   );
@@ -122,28 +128,34 @@ export function registerTrainingSessionRoutes(registry: RouteRegistry, deps: Sig
       tags: ['signals'],
       security: bearerSecurity('write'),
       before: [deps.requireScope('write')],
+      headers: idempotencyHeaders,
       body: z.array(trainingSessionRequestSchema),
       bodyTypes: BULK_BODY_TYPES,
       rawBody: true,
       responses: { 200: { description: 'Counts and rejections', schema: bulkOutcomeSchema } },
-      errors: [401, 403, 413, 415, 503],
-      handler: async (ctx) => {
+      errors: [401, 403, 413, 415, 422, 503],
+      handler: async (ctx, { headers }) => {
         const items = await readBulkItems(ctx, deps.bulk);
-        const { valid, rejections } = validateItems(items, trainingSessionRequestSchema);
-        const checks = await insertTrainingSessions(
-          deps.pool,
-          valid.map((item) => item.value),
-        );
-        const missing = valid.flatMap((item, position) => {
-          const check = checks[position];
-          const rejection = check && missingReferences(item.index, item.value, check);
-          return rejection ? [rejection] : [];
+        const key = headers['Idempotency-Key'];
+        const request = { operation: 'addTrainingSessionsBulk', key, payload: items };
+        await writeOnce(ctx, deps.pool, request, async (db) => {
+          const { valid, rejections } = validateItems(items, trainingSessionRequestSchema);
+          const checks = await insertTrainingSessions(
+            db,
+            valid.map((item) => item.value),
+          );
+          const missing = valid.flatMap((item, position) => {
+            const check = checks[position];
+            const rejection = check && missingReferences(item.index, item.value, check);
+            return rejection ? [rejection] : [];
+          });
+          const accepted = valid.length - missing.length;
+          const outcome = summarise('training_session', items.length, accepted, [
+            ...rejections,
+            ...missing,
+          ]);
+          return { status: 200, body: outcome };
         });
-        const accepted = valid.length - missing.length;
-        ctx.body = summarise('training_session', items.length, accepted, [
-          ...rejections,
-          ...missing,
-        ]);
       },
     }),
   );
