@@ -1,5 +1,5 @@
 import { sql } from 'slonik';
-import { dataModuleUrl } from '../shared/config.ts';
+import { allowedOrigins, dataModuleUrl } from '../shared/config.ts';
 import { pendingMigrations } from '../shared/db/migrationState.ts';
 import { Readiness } from '../shared/http/health.ts';
 import { RouteRegistry } from '../shared/http/routes.ts';
@@ -9,10 +9,12 @@ import { mountDashboard } from './dashboard.ts';
 import { DataClient } from './dataClient.ts';
 import { LoginThrottle } from './identity/loginThrottle.ts';
 import { LiveGateway } from './live/liveGateway.ts';
+import { pictureDecodingGate } from './pictures/imagePipeline.ts';
 import { registerAccountRoutes } from './routes/account/accountRoutes.ts';
 import { registerAuthorizeRoutes } from './routes/authorize/authorizeRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
 import { registerMarketRoutes } from './routes/currency/marketRoutes.ts';
+import { registerNewsSentimentForward } from './routes/newsSentiment/newsSentimentRoutes.ts';
 import { registerHistoryRoutes } from './routes/portfolio/historyRoutes.ts';
 import { registerPortfolioRoutes } from './routes/portfolio/portfolioRoutes.ts';
 import { apiSecuritySchemes } from './routes/security.ts';
@@ -70,10 +72,15 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     throttle: new LoginThrottle(runtime.pgPool, config),
     sessionMaxAgeMs: timeouts.absoluteSeconds * 1000,
   });
+  const pictureDecoding = pictureDecodingGate({
+    concurrency: config.UPLOAD_DECODE_CONCURRENCY,
+    maxWaiting: config.UPLOAD_DECODE_QUEUE,
+  });
   registerAccountRoutes(registry, {
     pool: runtime.pool,
     maxBytes: config.UPLOAD_MAX_BYTES,
     maxPixels: config.UPLOAD_MAX_PIXELS,
+    decoding: pictureDecoding,
   });
   registerPortfolioRoutes(registry, {
     pool: runtime.pool,
@@ -87,6 +94,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
   });
   registerMarketRoutes(registry, { data, maxPoints: config.HISTORY_MAX_POINTS });
   if (profile !== 'docs') registerCurrencyRoutes(registry, data);
+  registerNewsSentimentForward(registry, { data, trustedNetworks: config.DATA_TRUSTED_NETWORKS });
 
   const readiness = options.readiness ?? new Readiness();
   readiness.addCheck('database', async () => {
@@ -106,16 +114,19 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     jsonLimit: '100kb',
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     trustProxy: config.API_TRUST_PROXY,
+    // Metrics name routes, outcomes and load: not for the public port (the ops listener has them).
+    metrics: false,
     middleware: (app) => [
       authorizeErrorShape,
-      corsForAllowedOrigins(config.API_ALLOWED_ORIGINS),
+      corsForAllowedOrigins(allowedOrigins(config)),
       createSessionMiddleware(app, {
         pool: runtime.pool,
         timeouts,
         keys,
         onSessionEnded: (idHash) => live.sessionEnded(idHash),
+        maxPerUser: config.SESSIONS_MAX_PER_USER,
       }),
-      crossSiteGuard(config.API_ALLOWED_ORIGINS),
+      crossSiteGuard(allowedOrigins(config)),
     ],
     extend: mountDashboard,
     openApi: {
@@ -129,5 +140,5 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
       securitySchemes: apiSecuritySchemes,
     },
   });
-  return { ...service, data, timeouts, live };
+  return { ...service, data, timeouts, live, pictureDecoding };
 }

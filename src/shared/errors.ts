@@ -89,3 +89,12 @@ export class DependencyUnavailableError extends AppError {
     super(503, 'dependency_unavailable', message, { cause });
   }
 }
+
+/** Too much of some expensive work at once: come back shortly (503 with Retry-After). */
+export class OverloadedError extends AppError {
+  constructor(retryAfterSeconds: number, message: string) {
+    super(503, 'overloaded', message, {
+      headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+    });
+  }
+}

@@ -12,12 +12,12 @@ import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
 import { startOpsListener } from '../../shared/http/opsServer.ts';
 import { createLogger, type Logger } from '../../shared/logger.ts';
-import { runProvisioning, serverExtensionState } from '../../shared/provision.ts';
+import { ensureTimescale } from '../../shared/provision.ts';
 import type { RoleHandle } from '../../shared/roles.ts';
 import { createRuntime, type Runtime } from '../../shared/runtime.ts';
 import { shutdownTelemetry } from '../../shared/telemetry.ts';
 import { configFromCommand } from '../context.ts';
-import { withExamples } from '../help.ts';
+import { withExamples, withExitCodes } from '../help.ts';
 
 /** What the start command hands every role besides the runtime. */
 export interface RoleOptions {
@@ -69,29 +69,24 @@ export function registerStartCommand(program: Command) {
     'Runs until SIGTERM or SIGINT: readiness turns 503, in-flight work finishes within\n' +
       'SHUTDOWN_GRACE_SECONDS, then it exits 0; a second signal exits at once.\n' +
       'Configuration comes from the environment: see docs/configuration.md.',
-  ).action(async (options: { role: string; profile: RoleOptions['profile'] }, command: Command) => {
-    const config = configFromCommand(command);
-    const logger = createLogger(config.LOG_LEVEL);
-    await startPlatform(
-      config,
-      logger,
-      options.role === 'all' ? Object.keys(ROLES) : [options.role],
-      options.profile,
-    );
-  });
-}
-
-export async function ensureTimescale(config: Config, logger: Logger) {
-  const state = await serverExtensionState(config.DATABASE_URL);
-  if (state.available && state.preloaded) return;
-  logger.warn('TimescaleDB is not installed or not preloaded; running the provisioning script');
-  const code = await runProvisioning();
-  if (code !== 0) {
-    throw new Error(
-      'TimescaleDB is missing and could not be provisioned here (see the message above). ' +
-        'Run `npm run db:provision` as root on Debian, or use `docker compose up`.',
-    );
-  }
+  );
+  withExitCodes(start, {
+    ok: 'stopped by SIGTERM or SIGINT after finishing in-flight work',
+    failure:
+      'could not start (database, TimescaleDB, a port in use), in-flight work outlived\n' +
+      'SHUTDOWN_GRACE_SECONDS, or a second signal stopped it at once',
+  }).action(
+    async (options: { role: string; profile: RoleOptions['profile'] }, command: Command) => {
+      const config = configFromCommand(command);
+      const logger = createLogger(config.LOG_LEVEL);
+      await startPlatform(
+        config,
+        logger,
+        options.role === 'all' ? Object.keys(ROLES) : [options.role],
+        options.profile,
+      );
+    },
+  );
 }
 
 export async function startPlatform(
@@ -100,7 +95,7 @@ export async function startPlatform(
   roles: string[],
   profile: RoleOptions['profile'] = 'default',
 ) {
-  await ensureTimescale(config, logger);
+  await ensureTimescale(config.DATABASE_URL, { log: (message) => logger.warn(message) });
   await ensureDatabase(config.DATABASE_URL);
   const { applied } = await migrate(config.DATABASE_URL, logger);
   if (applied.length) logger.info({ applied }, 'migrations applied');
@@ -123,8 +118,11 @@ export async function startPlatform(
       options.dataToken = localToken;
     }
   }
-  // Probes and Prometheus need an HTTP port even where no role serves one (a lone worker).
-  if (!handles.some((h) => h.url)) handles.push(await startOpsListener(runtime, [...handles]));
+  // Prometheus needs /metrics where no role's port serves it (a lone worker, an API: its port is
+  // public), and probes need a port where no role serves HTTP at all.
+  if (!handles.some((h) => h.servesMetrics)) {
+    handles.push(await startOpsListener(runtime, [...handles]));
+  }
   await announce(runtime, handles, localToken);
 }
 
