@@ -128,7 +128,7 @@ export class DataClient {
       interval: String(window.intervalSeconds),
     });
     if (window.timeZone) query.set('tz', window.timeZone);
-    const path = `/data/candles/${encodeURIComponent(code)}?${query}`;
+    const path = `/data/candles/${encodeURIComponent(code)}?${query.toString()}`;
     const response = await this.request(path, 'candles', abandonmentSignal());
     if (response.status === 204 || response.status === 404) {
       await response.body?.cancel();
