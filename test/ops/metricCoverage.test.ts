@@ -46,15 +46,20 @@ function watchedMetrics(): string[] {
   return [...new Set(names)].filter((name) => name !== 'up').sort();
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+/** `count` distinct free ports: all held open at once, then released. */
+async function freePorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer());
+  const ports = await Promise.all(
+    servers.map(
+      (server) =>
+        new Promise<number>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
+        }),
+    ),
+  );
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
 }
 
 interface RoleProcess {
@@ -121,9 +126,7 @@ beforeAll(async () => {
   await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
   const { token } = await createToken(runtime.pool, 'metric-coverage', ['read']);
   dir = await mkdtemp(join(tmpdir(), 'metric-coverage-'));
-  const [dataPort, apiPort, apiOpsPort, workerPort] = await Promise.all(
-    [1, 2, 3, 4].map(() => freePort()),
-  );
+  const [dataPort = 0, apiPort = 0, apiOpsPort = 0, workerPort = 0] = await freePorts(4);
   await Promise.all([
     startRole('data', { DATA_PORT: String(dataPort), DATA_TOKEN: token }, dataPort),
     startRole(
