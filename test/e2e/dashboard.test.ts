@@ -165,6 +165,8 @@ async function walkThrough() {
       'worth moving',
     );
 
+    await checkPortfolio();
+
     // A profile picture.
     await page.locator('#picture').setInputFiles({
       name: 'me.png',
@@ -292,6 +294,65 @@ async function checkCandles(code: string) {
   const firstClose = await close();
   await eventually(async () => (await close()) !== firstClose, 20_000, 'the current candle moving');
   expect(await page.locator('#chart-price').innerText()).toBe(await close());
+}
+
+/** Profit per asset and in all as the API counts it, allocation, worth over time. */
+async function checkPortfolio() {
+  const row = page.locator('#holdings-table tr[data-code="BTC"]');
+  await eventually(
+    async () => /\$/.test(await row.locator('.profit').innerText()),
+    15_000,
+    'the BTC profit',
+  );
+  // What the holding cost (value − profit) is the same on the page and in the API.
+  const fromApi = await page.evaluate<{
+    value: number;
+    profit: number;
+    total: number;
+  }>(`(async () => {
+    const get = (path) => fetch(path).then((r) => r.json());
+    const [portfolio, profit, total] = await Promise.all([
+      get('/api/portfolio/get'),
+      get('/api/portfolio/history/profit/BTC'),
+      get('/api/portfolio/history/profit'),
+    ]);
+    const btc = portfolio.assets.find((a) => a.currencyCode === 'BTC');
+    return { value: btc.sharesValueInDollars, profit: profit.value, total: total.value };
+  })()`);
+  expect(fromApi.total).toBeCloseTo(fromApi.profit, 6);
+  const shown = (await page.evaluate(`(() => {
+    const row = document.querySelector('#holdings-table tr[data-code="BTC"]');
+    return [
+      row.querySelector('.value').textContent,
+      row.querySelector('.profit').textContent,
+      row.querySelector('.share').textContent,
+      document.querySelector('#total-worth').textContent,
+      document.querySelector('#total-profit').textContent,
+    ];
+  })()`)) as string[];
+  const money = (text: string) => {
+    const [, sign, digits] = /^([+−-]?)\$([\d,.]+)/.exec(text)!;
+    return (sign === '−' || sign === '-' ? -1 : 1) * Number(digits!.replace(/,/g, ''));
+  };
+  const [value, profit, share, worth, totalProfit] = shown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  const apiCost = fromApi.value - fromApi.profit;
+  // value includes the holding's $100 of cash: the shares' value is value − 100.
+  expect(Math.abs(money(value) - 100 - money(profit) - apiCost)).toBeLessThan(0.02);
+  expect(money(totalProfit)).toBeCloseTo(money(profit), 1);
+  expect(Number(share.replace(/[%\s]/g, ''))).toBeCloseTo(
+    ((money(value) - 100) / money(worth)) * 100,
+    0,
+  );
+  await page.locator('#allocation').waitFor();
+  expect(await page.locator('#allocation .slice').count()).toBe(2); // BTC and cash
+  await page.locator('#worth-chart canvas').first().waitFor();
+  await eventually(() => page.locator('#worth-empty').isHidden(), 15_000, 'worth over time');
 }
 
 /** The visible rows' cells of one column, read in one go (live prices reorder rows). */

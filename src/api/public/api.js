@@ -68,6 +68,9 @@ export const api = {
       `/api/currency/candles/${encodeURIComponent(code)}?hours=${hours}&intervalSeconds=${intervalSeconds}&tz=${encodeURIComponent(tz)}`,
     ),
   portfolio: () => request('GET', '/api/portfolio/get'),
+  portfolioHistory: (hours, intervalSeconds) =>
+    request('GET', `/api/portfolio/history/get?hours=${hours}&intervalSeconds=${intervalSeconds}`),
+  profitOf: (code) => request('GET', `/api/portfolio/history/profit/${encodeURIComponent(code)}`),
   addHolding: (currencyCode, shares, walletDollars) =>
     request('POST', '/api/portfolio/add', { json: { currencyCode, shares, walletDollars } }),
   uploadPicture: (file) => {

@@ -4,6 +4,7 @@ import { CandleChart } from './chart.js';
 import { flash } from './flash.js';
 import { money, percent, price, shares } from './format.js';
 import { MarketsTable } from './markets.js';
+import { PortfolioView } from './portfolio.js';
 
 // The dashboard: REST for sign-in, history and changes; Socket.IO (/websocket, namespace
 // /trader) for live prices and portfolio values. Every failure is shown to the person.
@@ -221,31 +222,10 @@ async function selectChart(code, { reveal = false } = {}) {
 
 // ---------- portfolio ----------
 
+const portfolioView = new PortfolioView();
+
 function renderPortfolio(portfolio) {
-  $('#total-worth').textContent = money(portfolio.totalWorth);
-  $('#share-balance').textContent = money(portfolio.shareBalance);
-  $('#dollar-balance').textContent = money(portfolio.dollarBalance);
-  const body = $('#holdings-table tbody');
-  body.replaceChildren(
-    ...portfolio.assets.map((asset) => {
-      const row = document.createElement('tr');
-      row.dataset.code = asset.currencyCode;
-      const name = document.createElement('td');
-      name.innerHTML = '<span class="code"></span><span class="name"></span>';
-      name.querySelector('.code').textContent = asset.currencyCode;
-      name.querySelector('.name').textContent = asset.currencyName;
-      const held = document.createElement('td');
-      held.className = 'num';
-      held.textContent = shares(asset.shares);
-      const value = document.createElement('td');
-      value.className = 'num value';
-      value.textContent = money(asset.totalValueInDollars);
-      row.append(name, held, value);
-      return row;
-    }),
-  );
-  $('#holdings-empty').hidden = portfolio.assets.length > 0;
-  $('#portfolio-live').hidden = false;
+  portfolioView.render(portfolio);
 }
 
 // ---------- account ----------
@@ -282,7 +262,7 @@ async function enterSignedIn() {
   $('#portfolio-body').hidden = false;
   $('#profile-card').hidden = false;
   renderAvatar();
-  renderPortfolio(await api.portfolio());
+  await portfolioView.load();
   connect(); // the handshake now carries the session cookie: portfolio events follow
 }
 
@@ -353,7 +333,7 @@ function wireForms() {
     void attempt(
       async () => {
         await api.addHolding(values.currencyCode, sharesValue, dollars);
-        renderPortfolio(await api.portfolio());
+        await portfolioView.load(); // a new holding: its cost and the worth history
         toast(`Added to ${values.currencyCode}.`, 'info');
       },
       { button: event.submitter },
