@@ -320,7 +320,7 @@ async function checkPortfolio() {
     return { value: btc.sharesValueInDollars, profit: profit.value, total: total.value };
   })()`);
   expect(fromApi.total).toBeCloseTo(fromApi.profit, 6);
-  const shown = (await page.evaluate(`(() => {
+  const shown = await page.evaluate<string[]>(`(() => {
     const row = document.querySelector('#holdings-table tr[data-code="BTC"]');
     return [
       row.querySelector('.value').textContent,
@@ -329,7 +329,7 @@ async function checkPortfolio() {
       document.querySelector('#total-worth').textContent,
       document.querySelector('#total-profit').textContent,
     ];
-  })()`)) as string[];
+  })()`);
   const money = (text: string) => {
     const [, sign, digits] = /^([+−-]?)\$([\d,.]+)/.exec(text)!;
     return (sign === '−' || sign === '-' ? -1 : 1) * Number(digits!.replace(/,/g, ''));

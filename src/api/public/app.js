@@ -2,7 +2,7 @@ import { io } from '/websocket/socket.io.esm.min.js';
 import { api } from './api.js';
 import { CandleChart } from './chart.js';
 import { flash } from './flash.js';
-import { money, percent, price, shares } from './format.js';
+import { percent, price } from './format.js';
 import { MarketsTable } from './markets.js';
 import { PortfolioView } from './portfolio.js';
 
