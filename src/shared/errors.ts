@@ -89,3 +89,12 @@ export class DependencyUnavailableError extends AppError {
     super(503, 'dependency_unavailable', message, { cause });
   }
 }
+
+/** Shed load: a concurrency limit and its queue are full; try again after Retry-After. */
+export class OverloadedError extends AppError {
+  constructor(message: string, retryAfterSeconds = 1) {
+    super(503, 'overloaded', message, {
+      headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+    });
+  }
+}
