@@ -148,8 +148,8 @@ export class DataClient {
     if (shed) {
       // The data module is at capacity: our caller may retry after as long as it said.
       throw new OverloadedError(
-        'The market-data module is at capacity; retry shortly.',
         Number(response.headers.get('retry-after')) || 1,
+        'The market-data module is at capacity; retry shortly.',
       );
     }
     const level = response.status === 401 || response.status === 403 ? 'error' : 'warn';

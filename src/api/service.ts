@@ -10,6 +10,7 @@ import { DataClient } from './dataClient.ts';
 import { historyRateLimit } from './historyRateLimit.ts';
 import { LoginThrottle } from './identity/loginThrottle.ts';
 import { LiveGateway } from './live/liveGateway.ts';
+import { pictureDecodingGate } from './pictures/imagePipeline.ts';
 import { registerAccountRoutes } from './routes/account/accountRoutes.ts';
 import { registerAuthorizeRoutes } from './routes/authorize/authorizeRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
@@ -71,10 +72,15 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     throttle: new LoginThrottle(runtime.pgPool, config),
     sessionMaxAgeMs: timeouts.absoluteSeconds * 1000,
   });
+  const pictureDecoding = pictureDecodingGate({
+    concurrency: config.UPLOAD_DECODE_CONCURRENCY,
+    maxWaiting: config.UPLOAD_DECODE_QUEUE,
+  });
   registerAccountRoutes(registry, {
     pool: runtime.pool,
     maxBytes: config.UPLOAD_MAX_BYTES,
     maxPixels: config.UPLOAD_MAX_PIXELS,
+    decoding: pictureDecoding,
   });
   registerPortfolioRoutes(registry, {
     pool: runtime.pool,
@@ -121,6 +127,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
         timeouts,
         keys,
         onSessionEnded: (idHash) => live.sessionEnded(idHash),
+        maxPerUser: config.SESSIONS_MAX_PER_USER,
       }),
       crossSiteGuard(config.API_ALLOWED_ORIGINS),
     ],
@@ -136,5 +143,5 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
       securitySchemes: apiSecuritySchemes,
     },
   });
-  return { ...service, data, timeouts, live };
+  return { ...service, data, timeouts, live, pictureDecoding };
 }

@@ -1,14 +1,14 @@
 import type { Config } from '../shared/config.ts';
-import { ConcurrencyGate } from '../shared/http/admission.ts';
+import { RouteGate } from '../shared/http/admission.ts';
 
 /**
  * The concurrency limits of the data module's expensive reads, each with its short queue: past
  * them a request is answered 503 with Retry-After instead of waiting for the read pool.
  */
 export interface ReadGates {
-  history: ConcurrencyGate;
-  candles: ConcurrencyGate;
-  export: ConcurrencyGate;
+  history: RouteGate;
+  candles: RouteGate;
+  export: RouteGate;
 }
 
 export function readGates(config: Config): ReadGates {
@@ -17,8 +17,8 @@ export function readGates(config: Config): ReadGates {
     maxWaitMs: config.ADMISSION_QUEUE_WAIT_MS,
   };
   return {
-    history: new ConcurrencyGate('history', { limit: config.HISTORY_MAX_CONCURRENT, ...queue }),
-    candles: new ConcurrencyGate('candle', { limit: config.CANDLES_MAX_CONCURRENT, ...queue }),
-    export: new ConcurrencyGate('export', { limit: config.EXPORT_MAX_CONCURRENT, ...queue }),
+    history: new RouteGate('history', { limit: config.HISTORY_MAX_CONCURRENT, ...queue }),
+    candles: new RouteGate('candle', { limit: config.CANDLES_MAX_CONCURRENT, ...queue }),
+    export: new RouteGate('export', { limit: config.EXPORT_MAX_CONCURRENT, ...queue }),
   };
 }

@@ -231,6 +231,16 @@ export const configSchema = z.object({
   SESSION_ABSOLUTE_HOURS: positiveNumber
     .default(12)
     .describe('A session is over this long after sign-in, used or not (hours).'),
+  SESSIONS_MAX_PER_USER: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(10)
+    .describe(
+      "Signed-in sessions one user may hold; signing in once more ends the user's oldest session " +
+        '(and its live connections).',
+    ),
   API_TRUST_PROXY: proxyTrust
     .default(0)
     .describe(
@@ -270,6 +280,24 @@ export const configSchema = z.object({
   UPLOAD_MAX_PIXELS: positiveInt
     .default(25_000_000)
     .describe('Largest profile picture accepted, in pixels (width × height).'),
+  UPLOAD_DECODE_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(2)
+    .describe(
+      'Profile pictures decoded at once per API process (each may hold ~100 MB while it runs).',
+    ),
+  UPLOAD_DECODE_QUEUE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10_000)
+    .default(16)
+    .describe(
+      'Uploads that may wait for a decoding slot; one more gets 503 with Retry-After at once.',
+    ),
   DATA_TIMEOUT_MS: positiveInt
     .default(5000)
     .describe('Time-out of one API call to the data module (ms).'),

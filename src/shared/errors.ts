@@ -90,9 +90,9 @@ export class DependencyUnavailableError extends AppError {
   }
 }
 
-/** Shed load: a concurrency limit and its queue are full; try again after Retry-After. */
+/** Too much of some expensive work at once: come back shortly (503 with Retry-After). */
 export class OverloadedError extends AppError {
-  constructor(message: string, retryAfterSeconds = 1) {
+  constructor(retryAfterSeconds: number, message: string) {
     super(503, 'overloaded', message, {
       headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
     });

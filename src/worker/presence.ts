@@ -46,6 +46,15 @@ export async function startWorkerPresence(options: WorkerPresenceOptions): Promi
   let client: pg.Client | null = null;
   let stopped = false;
   let reconnecting: Promise<void> | null = null;
+  // Every use of the presence connection runs after the previous one has finished: worker ids
+  // arrive in bursts and the sweep runs beside them, and a pg client must not be handed a query
+  // while it still executes one (deprecated in pg 8, an error in pg 9).
+  let queue: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+    const next = queue.then(work);
+    queue = next.catch(() => {});
+    return next;
+  };
 
   const lock = (c: pg.Client, id: string) =>
     c.query('SELECT pg_advisory_lock($1, hashtext($2))', [PRESENCE_LOCK_CLASS, id]);
@@ -63,8 +72,13 @@ export async function startWorkerPresence(options: WorkerPresenceOptions): Promi
       if (!stopped) scheduleReconnect();
     });
     await fresh.connect();
-    for (const id of ids) await lock(fresh, id);
-    client = fresh;
+    // Published only inside the queue, once it holds every current lock, so nothing else uses it
+    // meanwhile; ids that arrive while it is being locked are taken here too (a Set's iteration
+    // sees entries added during it).
+    await exclusive(async () => {
+      for (const id of ids) await lock(fresh, id);
+      client = fresh;
+    });
   };
 
   // After a database restart the locks are gone with the session: take them all again.
@@ -87,16 +101,22 @@ export async function startWorkerPresence(options: WorkerPresenceOptions): Promi
   const events = new EventEmitter() as WorkerEvents;
   events.on('worker:create', ({ worker }) => {
     ids.add(worker.workerId);
-    if (client) lock(client, worker.workerId).catch(() => {});
+    void exclusive(async () => {
+      if (client) await lock(client, worker.workerId);
+    }).catch(() => {});
   });
   events.on('worker:release', ({ worker }) => {
     ids.delete(worker.workerId);
-    client
-      ?.query('SELECT pg_advisory_unlock($1, hashtext($2))', [PRESENCE_LOCK_CLASS, worker.workerId])
-      .catch(() => {});
+    void exclusive(async () => {
+      await client?.query('SELECT pg_advisory_unlock($1, hashtext($2))', [
+        PRESENCE_LOCK_CLASS,
+        worker.workerId,
+      ]);
+    }).catch(() => {});
   });
 
-  const sweep = async (): Promise<string[]> => {
+  const sweep = (): Promise<string[]> => exclusive(sweepNow);
+  const sweepNow = async (): Promise<string[]> => {
     const c = client;
     if (!c) return [];
     // A lock this session can take is held by nobody: that worker's process is gone. (Ids of
@@ -142,6 +162,7 @@ export async function startWorkerPresence(options: WorkerPresenceOptions): Promi
       stopped = true;
       clearInterval(timer);
       await reconnecting;
+      await exclusive(async () => {});
       const closing = client;
       client = null;
       await closing?.end().catch(() => {});

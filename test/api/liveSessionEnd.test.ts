@@ -9,6 +9,7 @@ import {
   type TraderClient,
 } from '../support/live.ts';
 import { setSnapshot } from '../support/prices.ts';
+import { ApiClient } from '../support/apiClient.ts';
 
 // A live connection follows its session: logout (on any instance) and idle or absolute expiry
 // end the user's connections on every API instance within a second, and no portfolio event
@@ -21,7 +22,7 @@ beforeAll(async () => {
   harness = await startLiveHarness({
     instances: 2,
     coalesceMs: 50,
-    env: { SESSION_IDLE_MINUTES: '30', SESSION_ABSOLUTE_HOURS: '12' },
+    env: { SESSION_IDLE_MINUTES: '30', SESSION_ABSOLUTE_HOURS: '12', SESSIONS_MAX_PER_USER: '3' },
   });
   await setSnapshot(harness.runtime.pool, 'BTC', price, harness.clock.now());
   await feedsListening(harness);
@@ -121,4 +122,35 @@ test('a live session keeps its connections', async () => {
   await age(owner.cookie, 'last_seen_at', 29);
   await movePriceSeenBy(owner.sockets);
   expect(owner.sockets.every((s) => s.socket.connected)).toBe(true);
+});
+
+test('signing in past SESSIONS_MAX_PER_USER ends the oldest session and its connections on both instances', async () => {
+  const owner = await holderOnBothInstances();
+  const witness = await holderOnBothInstances();
+  const signIn = async (instance: number) => {
+    const client = new ApiClient(harness.instances[instance]!.url);
+    const answer = await client.post('/api/authorize/login', {
+      email: owner.account.email,
+      password: owner.account.password,
+    });
+    expect(answer.status).toBe(200);
+    return client;
+  };
+  const second = await signIn(1);
+  const third = await signIn(0);
+  // Three sessions: all alive, the first one's connections too.
+  await movePriceSeenBy([...owner.sockets, ...witness.sockets]);
+  expect((await owner.client.get('/api/authorize/isloggedin')).status).toBe(200);
+
+  const check = await expectEndedAndSilent(owner.sockets, witness.sockets);
+  const fourth = await signIn(1);
+  await check.within(1000);
+  expect((await owner.client.get('/api/authorize/isloggedin')).status).toBe(401);
+  for (const client of [second, third, fourth]) {
+    expect((await client.get('/api/authorize/isloggedin')).status).toBe(200);
+  }
+  const sessions = await harness.runtime.pool.oneFirst(
+    sql.unsafe`SELECT count(*)::int FROM app.sessions WHERE user_id = ${owner.userId}`,
+  );
+  expect(sessions).toBe(3);
 });

@@ -85,21 +85,50 @@ describe('platform doctor', () => {
 });
 
 describe('platform start', () => {
-  test('migrates, serves the data module, prints a working token, and stops on SIGTERM', async () => {
+  test('on a terminal: migrates, serves the data module, prints a working token, stops on SIGTERM', async () => {
     const { child, output } = await spawnCli(
       ['start', '--role', 'data', '--platform.load.currency=false'],
       { ...env, DATA_PORT: '0', LOG_LEVEL: 'warn' },
       /try: curl .*\n/,
+      30_000,
+      { terminal: true },
     );
     const token = /data token[^:]*: (\S+)/.exec(output())?.[1];
     const url = /data\s+(http:\/\/\S+)/.exec(output())?.[1];
-    expect(token).toBeDefined();
+    expect(token).toMatch(/^pdt_/);
     const response = await fetch(`${url}/data/currency/all`, {
       headers: { authorization: `Bearer ${token}` },
     });
     expect(response.status).toBe(200);
     child.kill('SIGTERM');
     expect(await waitForExit(child)).toBe(0);
+  });
+
+  test('off a terminal (a container log, a pipe) the read+write token is not printed', async () => {
+    const { child, output } = await spawnCli(
+      ['start', '--role', 'data', '--platform.load.currency=false'],
+      { ...env, DATA_PORT: '0', LOG_LEVEL: 'debug' },
+      /make one: .*\n/,
+    );
+    try {
+      expect(output()).toMatch(/data token: not shown, as this output is not a terminal/);
+      expect(output()).not.toMatch(/pdt_/);
+      // The banner names the command that makes one, and it does.
+      const hint = /make one: (platform token create [^\n]*)/.exec(output())![1]!;
+      const args = hint.split(' ').slice(1);
+      args[args.indexOf('<you>')] = 'banner-hint';
+      const created = await runCli(args, env);
+      expect(created.code).toBe(0);
+      const token = /^(pdt_\S+)/.exec(created.stdout)![1];
+      const url = /data\s+(http:\/\/\S+)/.exec(output())![1];
+      const written = await fetch(`${url}/data/currency/all`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(written.status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      expect(await waitForExit(child)).toBe(0);
+    }
   });
 });
 

@@ -56,6 +56,10 @@ const countOf = (code: string) =>
   runtime.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
     SELECT count(*)::int AS n FROM price_observations WHERE currency_code = ${code}`);
 
+const unitsRecordedFor = (path: string) =>
+  runtime.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM ingest_units WHERE label = ${path}`);
+
 describe('platform backfill', () => {
   test('loads a directory and prints the summary with rejected rows as file:line', async () => {
     await writeZip(join(files.dir, 'BTCUSDT-1m-2024-03.zip'), {
@@ -66,7 +70,8 @@ describe('platform backfill', () => {
       'time,code,price\n2024-03-01T00:00:00Z,ETH,3400\n2024-03-01T00:01:00Z,ETH,x\n',
     );
     const first = await backfill(files.dir);
-    expect(first.code).toBe(0);
+    // A rejected row is input not loaded: exit 1, as --help says, though both files loaded.
+    expect(first.code).toBe(1);
     expect(first.stdout).toMatch(/2 files \(2 loaded\)/);
     expect(first.stdout).toMatch(/inserted\s+101/);
     expect(first.stdout).toContain(`${bad}:3  price is not a number`);
@@ -86,6 +91,59 @@ describe('platform backfill', () => {
     expect(result.code).toBe(1);
     expect(JSON.parse(result.stdout)).toMatchObject({ rejectedUnits: 1, inserted: 0, rejected: 1 });
     expect(await countOf('SOL')).toBe(0);
+  });
+
+  test('a file whose every row is rejected is reported as 0 loaded, exits 1 and stays unrecorded', async () => {
+    const path = await files.file(
+      'allbad/eth.csv',
+      'time,code,price\n2024-06-01T00:00:00Z,ETH,x\n2024-06-01T00:01:00Z,ETH,-3\n',
+    );
+    for (const run of ['first', 'rerun']) {
+      const result = await backfill(path);
+      expect({ run, code: result.code }).toEqual({ run, code: 1 });
+      expect(result.stdout).toMatch(/backfill: 1 file \(0 loaded, 1 rejected\)/);
+      expect(result.stdout).toMatch(/inserted\s+0\n/);
+      expect(result.stdout).toMatch(/rejected\s+2\n/);
+      expect(result.stdout).toContain(`${path}  all 2 row(s) rejected; nothing loaded`);
+    }
+    expect(await unitsRecordedFor(path)).toBe(0);
+  });
+
+  test('a --strict rerun of a file loaded earlier with rejected rows is read again and refused', async () => {
+    const path = await files.file(
+      'rerun/dot.csv',
+      'time,code,price\n2024-06-02T00:00:00Z,DOT,7\n2024-06-02T00:01:00Z,DOT,x\n',
+    );
+    const lenient = await backfill(path, '--json');
+    expect(lenient.code).toBe(1);
+    expect(JSON.parse(lenient.stdout)).toMatchObject({ loaded: 1, inserted: 1, rejected: 1 });
+
+    const again = await backfill(path, '--json');
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ skipped: 1, read: 0 });
+
+    const strict = await backfill(path, '--strict', '--json');
+    expect(strict.code).toBe(1);
+    const summary = JSON.parse(strict.stdout);
+    expect(summary).toMatchObject({ skipped: 0, rejectedUnits: 1, read: 2, rejected: 1 });
+    expect(summary.failures[0].error).toMatch(
+      /--strict rejects the whole file; the rows an earlier load of it stored stay$/,
+    );
+    expect(await countOf('DOT')).toBe(1);
+  });
+
+  test('control bytes from a file are shown escaped, never sent raw to the terminal', async () => {
+    const path = await files.file(
+      'hostile/evil\x1b]0;owned\x07.csv',
+      'time,code,price\n2024-06-03T00:00:00Z,\x1b[2J\x1b[31mETH\rXX,3400\n',
+    );
+    const result = await backfill(path);
+    expect(result.code).toBe(1);
+    const output = result.stdout + result.stderr;
+    // eslint-disable-next-line no-control-regex -- no raw control byte may reach the terminal
+    expect(output).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f]/);
+    expect(result.stdout).toContain('evil\\x1b]0;owned\\x07.csv:2');
+    expect(result.stdout).toContain("code '\\x1b[2J\\x1b[31mETH\\x0dXX'");
   });
 
   test('a missing path and a file that cannot be planned are failed units; exit 1', async () => {

@@ -1,12 +1,15 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { parseEnv } from 'node:util';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from '@jest/globals';
 import { Ajv } from 'ajv';
+import { pino } from 'pino';
 import { parse } from 'yaml';
 import { configSchema, loadConfig } from '../../src/shared/config.ts';
 import { metricsRegistry } from '../../src/shared/metrics.ts';
+import { sessionKeys } from '../../src/api/session/sessionMiddleware.ts';
 import { readPromql } from '../support/promql.ts';
 
 // Docker cannot run on our machines, so the deployment files are checked here instead: against the
@@ -18,16 +21,45 @@ const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 const compose = parse(read('docker-compose.yml'), { merge: true });
 const services: Record<string, any> = compose.services;
 
-/** Compose's ${VAR:-default} interpolation with an empty environment. */
-function interpolate(value: string): string {
-  return value.replace(/\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}/g, (_all, _name, fallback?: string) =>
-    String(fallback ?? ''),
-  );
+/** The variables an operator gives compose: .env.example, copied to .env as the README says. */
+const exampleEnv = parseEnv(read('.env.example'));
+
+const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?])([^}]*))?\}/g;
+
+/**
+ * Compose's interpolation: ${VAR}, ${VAR:-default} / ${VAR-default}, and ${VAR:?message} /
+ * ${VAR?message}, which stops compose with the message when VAR is missing (or empty, with ':').
+ */
+function interpolate(value: string, env: Record<string, string | undefined> = exampleEnv): string {
+  return value.replace(VARIABLE, (_all, name: string, colon?: string, kind?: string, arg = '') => {
+    const given = env[name];
+    const missing = given === undefined || (colon === ':' && given === '');
+    if (kind === '?' && missing) {
+      throw new Error(`required variable ${name} is missing a value: ${String(arg)}`);
+    }
+    if (kind === '-' && missing) return String(arg);
+    return given ?? '';
+  });
 }
 
-function environmentOf(service: any): Record<string, string> {
+function environmentOf(
+  service: any,
+  env: Record<string, string | undefined> = exampleEnv,
+): Record<string, string> {
   const entries = Object.entries((service.environment ?? {}) as Record<string, unknown>);
-  return Object.fromEntries(entries.map(([k, v]) => [k, interpolate(String(v))]));
+  return Object.fromEntries(entries.map(([k, v]) => [k, interpolate(String(v), env)]));
+}
+
+/** Every ${…} in the compose file (comments included: compose does not read those). */
+function composeVariables() {
+  const text = read('docker-compose.yml')
+    .split('\n')
+    .filter((line) => !line.trimStart().startsWith('#'))
+    .join('\n');
+  return [...text.matchAll(VARIABLE)].map(([, name, , kind]) => ({
+    name: name!,
+    required: kind === '?',
+  }));
 }
 
 /** The roles the contract defines for `platform start --role` (docs: contract.md, part C). */
@@ -227,6 +259,38 @@ describe('docker-compose.yml', () => {
         fits: config.SHUTDOWN_DRAIN_SECONDS + config.SHUTDOWN_GRACE_SECONDS < stopSeconds,
       }).toEqual({ name, fits: true });
     }
+  });
+
+  test('refuses to start without SESSION_KEYS, naming .env.example, which the README names', () => {
+    // The image runs with NODE_ENV=production, where the API exits without session keys; compose
+    // must stop first, with a message, instead of restarting the API forever.
+    expect(read('Dockerfile')).toMatch(/NODE_ENV=production/);
+    expect(services.api.environment.SESSION_KEYS).toMatch(
+      /^\$\{SESSION_KEYS:\?[^}]*\.env\.example[^}]*\}$/,
+    );
+    expect(() => environmentOf(services.api, {})).toThrow(
+      /required variable SESSION_KEYS is missing a value: .*\.env\.example/,
+    );
+    expect(() => environmentOf(services.api, { SESSION_KEYS: '' })).toThrow(/SESSION_KEYS/);
+    expect(read('README.md')).toContain('cp .env.example .env');
+  });
+
+  test('.env.example gives every variable compose requires, and lists every one it reads', () => {
+    const variables = composeVariables();
+    expect(variables.filter((v) => v.required).map((v) => v.name)).toContain('SESSION_KEYS');
+    for (const { name, required } of variables) {
+      expect({ name, listed: name in exampleEnv }).toEqual({ name, listed: true });
+      if (required) {
+        expect({ name, value: exampleEnv[name] }).toEqual({
+          name,
+          value: expect.stringMatching(/\S/),
+        });
+      }
+    }
+    // With it, the API's configuration passes in production (the image's NODE_ENV), keys included.
+    const config = loadConfig({ ...environmentOf(services.api), NODE_ENV: 'production' });
+    expect(config.SESSION_KEYS?.length).toBeGreaterThan(0);
+    expect(sessionKeys(config, pino({ level: 'silent' }))).toEqual(config.SESSION_KEYS);
   });
 
   test('named volumes are declared and bind mounts point at files in the repository', () => {

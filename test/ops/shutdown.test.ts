@@ -78,7 +78,7 @@ async function startData(env: Record<string, string>) {
   const started = await spawnCli(
     ['start', '--role', 'data', '--platform.load.currency=false'],
     { DATABASE_URL: runtime.database.url, DATA_PORT: '0', ...env },
-    /try: curl .*\n/,
+    /platform is running[^\n]*\n\s+data\s+http:\S+\n/,
   );
   children.push(started.child);
   const url = /data\s+(http:\/\/\S+)/.exec(started.output())![1]!;

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { migrate } from '../../src/shared/db/migrate.ts';
-import { serverExtensionState } from '../../src/shared/provision.ts';
+import { ensureTimescale } from '../../src/shared/provision.ts';
 import {
   ADMIN_URL,
   databaseUrl,
@@ -15,13 +15,12 @@ export default async function globalSetup() {
   // The worker processes tests start must not heal gaps on their own (from a real exchange, into
   // the data a test counts); the heal tests call the healer directly.
   process.env.HEAL_LOOKBACK_HOURS = '0';
-  const state = await serverExtensionState(ADMIN_URL);
-  if (!state.available || !state.preloaded) {
-    throw new Error(
-      'The test suite needs TimescaleDB in the PostgreSQL server at ' +
-        `${ADMIN_URL}; run \`npm run db:provision\` first (as root on Debian).`,
-    );
-  }
+  // The suite needs TimescaleDB, provisioned here exactly as `npm start` does it: nothing happens
+  // on a provisioned server; as root on Debian a fresh one is provisioned (PostgreSQL restarts
+  // once); elsewhere this stops with the command to run.
+  await ensureTimescale(ADMIN_URL, {
+    log: (message) => process.stderr.write(`\nglobal setup: ${message}\n`),
+  });
   await withAdmin(async (client) => {
     const leftovers = await client.query<{ datname: string; datistemplate: boolean }>(
       `SELECT datname, datistemplate FROM pg_database WHERE datname LIKE $1 OR datname = $2`,

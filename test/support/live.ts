@@ -26,7 +26,12 @@ export interface LiveHarness {
   instances: ApiInstance[];
   dataUrl: string;
   /** Signs up a new user on instance `on`; the client keeps its cookies. */
-  signUp(on?: number): Promise<{ client: ApiClient; userId: number; cookie: string }>;
+  signUp(on?: number): Promise<{
+    client: ApiClient;
+    userId: number;
+    cookie: string;
+    account: ReturnType<typeof newAccount>;
+  }>;
   /** Connects a trader to instance `instance` (0 unless said); close() disconnects it. */
   trader(options?: TraderOptions & { instance?: number }): Promise<TraderClient>;
   /** The time of price events, from the harness's start on. */
@@ -112,7 +117,7 @@ export async function startLiveHarness(
           sql.unsafe`SELECT id FROM app.users WHERE email = ${account.email}`,
         ),
       );
-      return { client, userId, cookie: client.cookieHeader() };
+      return { client, userId, cookie: client.cookieHeader(), account };
     },
     async close() {
       for (const client of traders) client.close();

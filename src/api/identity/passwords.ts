@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import argon2 from 'argon2';
+import { ConcurrencyGate } from '../../shared/concurrencyGate.ts';
 
 // argon2id at the OWASP/ASVS minimum of m=19 MiB, t=2, p=1 (≈60 ms per hash on our machines).
 // Each hash holds 19 MiB, so at most one per core runs at once: a flood of logins queues up
@@ -11,32 +12,7 @@ export const ARGON2_OPTIONS = {
   parallelism: 1,
 } as const;
 
-class Semaphore {
-  private active = 0;
-  private readonly waiting: Array<() => void> = [];
-  private readonly limit: number;
-
-  constructor(limit: number) {
-    this.limit = limit;
-  }
-
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) {
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    } else {
-      this.active++;
-    }
-    try {
-      return await work();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
-    }
-  }
-}
-
-const hashing = new Semaphore(Math.max(1, availableParallelism()));
+const hashing = new ConcurrencyGate({ limit: Math.max(1, availableParallelism()) });
 
 export function hashPassword(password: string): Promise<string> {
   return hashing.run(() => argon2.hash(password, ARGON2_OPTIONS));

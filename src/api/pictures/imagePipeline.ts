@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { fileTypeFromBuffer } from 'file-type';
 import sharp, { type Metadata, type Sharp } from 'sharp';
+import { ConcurrencyGate } from '../../shared/concurrencyGate.ts';
 import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../../shared/errors.ts';
+import { gauge, histogram } from '../../shared/metrics.ts';
 
 // Profile pictures are judged by their bytes, never by name or declared type, and stored only
 // as our own re-encoding: decoding and encoding again drops anything smuggled beside the pixels,
@@ -38,7 +40,59 @@ const notAnImage = (why: string) =>
 const tooManyPixels = (maxPixels: number) =>
   new PayloadTooLargeError(`The picture has more than the limit of ${maxPixels} pixels`);
 
-export async function normalisePicture(
+// Decoding holds the whole bitmap (a 25 MP picture is ~100 MB with libvips' buffers), so the
+// number of decodes at once bounds the API's memory: the route runs them through a gate of
+// UPLOAD_DECODE_CONCURRENCY with a queue of UPLOAD_DECODE_QUEUE, past which uploads get 503.
+const decodesRunning = gauge(
+  'api_picture_decodes_in_progress',
+  'Profile pictures being decoded right now.',
+  [],
+);
+const decodesWaiting = gauge(
+  'api_picture_decodes_waiting',
+  'Profile picture uploads waiting for a decoding slot.',
+  [],
+);
+const decodeConcurrency = histogram(
+  'api_picture_decode_concurrency',
+  'Decodes running (this one included) when a profile picture decode starts.',
+  [],
+  [1, 2, 3, 4, 6, 8, 12, 16, 32],
+);
+
+let decoding = 0;
+
+async function countedDecode<T>(work: () => Promise<T>): Promise<T> {
+  decoding++;
+  decodesRunning.set(decoding);
+  decodeConcurrency.observe(decoding);
+  try {
+    return await work();
+  } finally {
+    decoding--;
+    decodesRunning.set(decoding);
+  }
+}
+
+/** The gate every profile picture decode goes through. */
+export function pictureDecodingGate(limits: { concurrency: number; maxWaiting: number }) {
+  return new ConcurrencyGate({
+    limit: limits.concurrency,
+    maxWaiting: limits.maxWaiting,
+    retryAfterSeconds: 2,
+    busyMessage: 'Too many profile pictures are being processed; try again shortly',
+    onChange: (_running, waiting) => decodesWaiting.set(waiting),
+  });
+}
+
+export function normalisePicture(
+  upload: Buffer,
+  limits: { maxPixels: number },
+): Promise<StoredPicture> {
+  return countedDecode(() => decodePicture(upload, limits));
+}
+
+async function decodePicture(
   upload: Buffer,
   limits: { maxPixels: number },
 ): Promise<StoredPicture> {

@@ -18,7 +18,8 @@ const ENVELOPE_BYTES = 16 * 1024;
 /**
  * Reads the one file part `field` of a multipart/form-data request into memory, never more than
  * `maxBytes` of it: a declared Content-Length over the limit is refused before reading, a
- * streamed body as soon as the part passes the limit. Other parts are read and dropped.
+ * streamed body as soon as the part passes the limit (the rest is never read: the error handler
+ * closes the connection after a 413). Other parts are read and dropped.
  */
 export function multipartFile(field: string, maxBytes: number) {
   return async function readMultipartFile(ctx: Context, next: Next) {
@@ -74,8 +75,15 @@ function readFilePart(
         if (keep) chunks.push(chunk);
       });
       stream.on('limit', () => {
-        if (keep) overLimit = true;
+        if (!keep) return;
+        // Refused at once: the rest of the upload is not read (the 413 closes the connection).
+        overLimit = true;
+        ctx.req.unpipe(parser);
+        reject(tooLarge(maxBytes));
       });
+      stream.on('error', (error: Error) =>
+        reject(new ValidationError(`Malformed multipart request: ${error.message}`)),
+      );
       stream.on('end', () => {
         if (keep && !overLimit)
           found = { buffer: Buffer.concat(chunks), filename: info.filename ?? '' };

@@ -51,12 +51,17 @@ export function createSessionMiddleware(
     pool: DatabasePool;
     timeouts: SessionTimeouts;
     keys: string[];
-    /** A session was destroyed (logout, sign-in's new id): its live sockets must end. */
+    /** A session was destroyed (logout, sign-in's new id, one too many): its sockets must end. */
     onSessionEnded?: (idHash: string) => void;
+    /** SESSIONS_MAX_PER_USER: a sign-in past it ends the user's oldest session. */
+    maxPerUser?: number;
   },
 ): Koa.Middleware {
   app.keys = options.keys;
-  const store = createSessionStore(options.pool, options.timeouts, options.onSessionEnded);
+  const store = createSessionStore(options.pool, options.timeouts, {
+    onDestroyed: options.onSessionEnded,
+    maxPerUser: options.maxPerUser,
+  });
   return createSession(
     {
       key: SESSION_COOKIE,

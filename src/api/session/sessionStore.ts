@@ -18,12 +18,19 @@ export const sessionIdHash = (id: string) => createHash('sha256').update(id).dig
 
 const hashId = (id: string) => sql.binary(Buffer.from(sessionIdHash(id), 'hex'));
 
+export interface SessionStoreOptions {
+  /** Told after a session was destroyed (logout, the old id at sign-in, one too many), by id hash. */
+  onDestroyed?: (idHash: string) => void;
+  /** Signed-in sessions one user may hold; a new one past it ends the oldest (unlimited if unset). */
+  maxPerUser?: number;
+}
+
 export function createSessionStore(
   pool: DatabasePool,
   timeouts: SessionTimeouts,
-  /** Told after a session was destroyed (logout, or the old id at sign-in), with its id hash. */
-  onDestroyed?: (idHash: string) => void,
+  options: SessionStoreOptions = {},
 ) {
+  const { onDestroyed, maxPerUser } = options;
   const idle = sql.fragment`make_interval(secs => ${timeouts.idleSeconds})`;
   const absolute = sql.fragment`make_interval(secs => ${timeouts.absoluteSeconds})`;
   return {
@@ -48,12 +55,18 @@ export function createSessionStore(
 
     async set(id: string, data: SessionData): Promise<void> {
       const userId = typeof data.userId === 'number' ? data.userId : null;
-      await pool.query(sql.unsafe`
+      // xmax = 0 only on a row this statement inserted: a new session, not a save of a known one.
+      const inserted = await pool.oneFirst(sql.type(z.object({ inserted: z.boolean() }))`
         INSERT INTO app.sessions (id_hash, user_id, data)
         VALUES (${hashId(id)}, ${userId}, ${sql.jsonb(data as never)})
         ON CONFLICT (id_hash) DO UPDATE
           SET data = EXCLUDED.data, user_id = EXCLUDED.user_id, last_seen_at = now()
+        RETURNING (xmax = 0) AS inserted
       `);
+      if (inserted && userId !== null && maxPerUser !== undefined) {
+        const ended = await endOldestSessions(pool, userId, id, maxPerUser);
+        for (const idHash of ended) onDestroyed?.(idHash);
+      }
     },
 
     async destroy(id: string): Promise<void> {
@@ -61,6 +74,28 @@ export function createSessionStore(
       onDestroyed?.(sessionIdHash(id));
     },
   };
+}
+
+/**
+ * A user signed in once more than allowed: their oldest sessions beyond the newest `max` (the one
+ * just made among them) are deleted. Returns their id hashes (hex), whose live sockets must end.
+ */
+async function endOldestSessions(
+  pool: DatabasePool,
+  userId: number,
+  keptId: string,
+  max: number,
+): Promise<readonly string[]> {
+  return pool.anyFirst(sql.type(z.object({ hash: z.string() }))`
+    DELETE FROM app.sessions
+    WHERE id_hash IN (
+      SELECT id_hash FROM app.sessions
+      WHERE user_id = ${userId} AND id_hash <> ${hashId(keptId)}
+      ORDER BY created_at DESC, id_hash
+      OFFSET ${max - 1}
+    )
+    RETURNING encode(id_hash, 'hex') AS hash
+  `);
 }
 
 /** Which of these sessions (by id hash, hex) are alive; read only, so it keeps none alive. */

@@ -27,7 +27,10 @@ import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
 import { createLogger } from '../../shared/logger.ts';
+import { printable } from '../../shared/printable.ts';
 import { configFromCommand, printJson } from '../context.ts';
+import { EXIT } from '../exitCodes.ts';
+import { withExitCodes } from '../help.ts';
 import { createProgress } from '../progress.ts';
 
 interface BackfillOptions {
@@ -44,7 +47,7 @@ interface BackfillOptions {
 }
 
 export function registerBackfillCommand(program: Command) {
-  program
+  const backfill = program
     .command('backfill')
     .description(
       'Bulk-load price history from files (Binance kline .zip/.csv, generic CSV, NDJSON) or from an exchange API. Idempotent: completed files and slices are skipped, stored rows win over loaded ones.',
@@ -75,34 +78,52 @@ export function registerBackfillCommand(program: Command) {
     .addHelpText(
       'after',
       `
-Exit code 1 when a file or slice failed or rows were rejected, 2 for usage errors.
+Files and slices are recorded once loaded and skipped by later runs (a file is named by its path,
+size and modification time, so a changed file is loaded again); --force loads them again. A file
+whose every row is rejected loads nothing and is not recorded. A --strict run reads again a file
+that an earlier run without --strict loaded with rejected rows, and reports it rejected (exit 1):
+--strict writes nothing of it, and the rows that earlier run stored stay.
 
 Examples:
   $ platform backfill ./history/BTCUSDT-1m-2025-01.zip
   $ platform backfill ./history --strict --json
   $ platform backfill ./history --enqueue
   $ platform backfill --source binance --code BTC --from 2025-01-01 --to 2025-02-01 --interval 1h`,
-    )
-    .action(async (paths: string[], options: BackfillOptions, command: Command) => {
-      const usage = (message: string) => command.error(`error: ${message}`, { exitCode: 2 });
-      if (options.source) {
-        if (paths.length > 0) usage('give either paths or --source, not both');
-        if (!options.code || !options.from || !options.to) {
-          usage('--source needs --code, --from and --to');
-        }
-      } else if (paths.length === 0) {
-        usage('give files or directories to load, or --source with --code, --from and --to');
+    );
+  withExitCodes(backfill, {
+    ok:
+      'every file or slice loaded (or was already loaded) and no row was rejected;\n' +
+      'with --enqueue: every job queued (the worker reports how each load went)',
+    failure:
+      'a file or slice failed or was rejected whole, or rows were rejected\n' +
+      '(the summary lists them as file:line reason), or the database failed',
+  });
+  backfill.action(async (paths: string[], options: BackfillOptions, command: Command) => {
+    const usage = (message: string) => command.error(`error: ${message}`, { exitCode: EXIT.usage });
+    if (options.source) {
+      if (paths.length > 0) usage('give either paths or --source, not both');
+      if (!options.code || !options.from || !options.to) {
+        usage('--source needs --code, --from and --to');
       }
-      const config = configFromCommand(command);
-      await prepareDatabase(config);
-      const summary = options.source
-        ? await backfillFromExchange(config, options, usage)
-        : await backfillFiles(config, paths, options);
-      if (!summary) return;
-      if (options.json) printJson(summary);
-      else process.stdout.write(formatSummary(summary, options.source ? 'slice' : 'file'));
-      if (summary.failed > 0 || summary.rejectedUnits > 0) process.exitCode = 1;
-    });
+    } else if (paths.length === 0) {
+      usage('give files or directories to load, or --source with --code, --from and --to');
+    }
+    const config = configFromCommand(command);
+    await prepareDatabase(config);
+    const summary = options.source
+      ? await backfillFromExchange(config, options, usage)
+      : await backfillFiles(config, paths, options);
+    if (!summary) return;
+    if (options.json) printJson(summary);
+    else process.stdout.write(formatSummary(summary, options.source ? 'slice' : 'file'));
+    process.exitCode = summaryExitCode(summary);
+  });
+}
+
+/** What --help promises: 1 when anything of the input was not loaded, be it a file or a row. */
+function summaryExitCode(summary: BackfillSummary): number {
+  const incomplete = summary.failed > 0 || summary.rejectedUnits > 0 || summary.rejected > 0;
+  return incomplete ? EXIT.failure : EXIT.ok;
 }
 
 /** A fresh database works too: created, migrated, and given the shipped currency list. */
@@ -166,7 +187,7 @@ async function backfillFiles(
     const summary = collector.result();
     if (summary.failed > 0) {
       process.stdout.write(formatSummary(summary));
-      process.exitCode = 1;
+      process.exitCode = EXIT.failure;
     }
     return null;
   }
@@ -209,7 +230,9 @@ async function backfillFromExchange(
   const client = createCandleSource(options.source ?? 'binance', config, {
     onWait: (reason, ms) => {
       if (ms >= 1000)
-        process.stderr.write(`backfill: waiting ${Math.ceil(ms / 1000)} s (${reason})\n`);
+        process.stderr.write(
+          `backfill: waiting ${Math.ceil(ms / 1000)} s (${printable(reason)})\n`,
+        );
     },
   });
   const slices = planSlices({

@@ -7,13 +7,14 @@ import { pendingMigrations } from '../../shared/db/migrationState.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
 import { readTimescaleState } from '../../shared/db/timescale.ts';
 import { redactDsn } from '../../shared/logger.ts';
+import { printable } from '../../shared/printable.ts';
 import { serverExtensionState } from '../../shared/provision.ts';
 import { checkRollups } from '../../data/history/doctorChecks.ts';
 import { checkKnownGaps } from '../../data/ingest/heal/doctorCheck.ts';
 import { checkJobQueue, checkWorkers } from '../../worker/diagnostics.ts';
 import { workerCheck } from '../../worker/status.ts';
 import { configFromCommand, printJson } from '../context.ts';
-import { withExamples } from '../help.ts';
+import { withExamples, withExitCodes } from '../help.ts';
 import { EXIT } from '../exitCodes.ts';
 
 export type { Check, DoctorCheck, DoctorContext };
@@ -147,7 +148,10 @@ async function runCheck(check: DoctorCheck, ctx: DoctorContext): Promise<Check[]
 
 function printChecks(checks: Check[]) {
   for (const c of checks) {
-    process.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(12)} ${c.detail}\n`);
+    // Details quote what the checks read (error messages of the server, job errors): escaped.
+    process.stdout.write(
+      `${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(12)} ${printable(c.detail)}\n`,
+    );
     if (!c.ok && c.fix) process.stdout.write(`      ${''.padEnd(12)} fix: ${c.fix}\n`);
   }
   const failed = checks.filter((c) => !c.ok).map((c) => c.name);
@@ -165,15 +169,15 @@ export function registerDoctorCommand(program: Command) {
       'Check database, extension, edition, migrations, workers, job queue and feed; say what to fix',
     )
     .option('--json', 'print {"healthy", "checks": [{"name", "ok", "detail", "fix"}]}');
-  withExamples(
-    doctor,
-    [
-      'platform doctor',
-      "platform doctor --json | jq '.checks[] | select(.ok == false)'",
-      'DATABASE_URL=postgres://platform@db:5432/platform platform doctor',
-    ],
-    'Exit code 0 when every check passes, 1 otherwise, 2 for bad configuration.',
-  ).action(async (options: { json?: boolean }, command: Command) => {
+  withExamples(doctor, [
+    'platform doctor',
+    "platform doctor --json | jq '.checks[] | select(.ok == false)'",
+    'DATABASE_URL=postgres://platform@db:5432/platform platform doctor',
+  ]);
+  withExitCodes(doctor, {
+    ok: 'healthy: every check passed',
+    failure: 'a check failed (each FAIL line says what to fix)',
+  }).action(async (options: { json?: boolean }, command: Command) => {
     const config = configFromCommand(command);
     const checks = await runDoctor(config);
     const healthy = checks.every((c) => c.ok);

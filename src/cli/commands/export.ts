@@ -10,10 +10,10 @@ import {
 } from '../../data/history/candleOutput.ts';
 import { streamCandles } from '../../data/history/candleQuery.ts';
 import { candleExportQuery, candleParams } from '../../data/routes/candles/schema.ts';
-import { NotFoundError } from '../../shared/errors.ts';
+import { NotFoundError, ValidationError } from '../../shared/errors.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
 import { configFromCommand } from '../context.ts';
-import { withExamples } from '../help.ts';
+import { withExamples, withExitCodes } from '../help.ts';
 
 interface ExportOptions {
   from?: string;
@@ -44,6 +44,14 @@ function parseInput(code: string, options: ExportOptions, command: Command) {
   return { code: params.data.code, input: parsed.data };
 }
 
+/** The window and zone checks the route shares speak of query parameters; here they are options. */
+function usageError(command: Command, error: ValidationError): never {
+  const detail = error.details[0];
+  const option = detail?.path?.replace(/^query\./, '');
+  const message = option ? `--${option}: ${detail!.message}` : error.message;
+  command.error(`error: ${message}`, { exitCode: 2 });
+}
+
 export function registerExportCommand(program: Command) {
   const exportCommand = program
     .command('export <code>')
@@ -64,8 +72,13 @@ export function registerExportCommand(program: Command) {
       'platform export ETH --from 2025-01-01T00:00:00Z --to 2026-01-01T00:00:00Z --interval 1h --format ndjson',
       'platform export BTC --hours 720 --interval 1d --tz Europe/Berlin --fill previous',
     ],
-    'Rows are the same as GET /data/candles/{code}; exit 2 on bad options, 1 for an unknown currency.',
+    'Rows are the same as GET /data/candles/{code}.',
   );
+  withExitCodes(exportCommand, {
+    ok: 'every candle of the window written (none is not an error)',
+    failure: 'unknown currency, or the database or the output failed',
+    usage: 'bad option (a bad code, window, interval, time zone …) or bad configuration',
+  });
   exportCommand.action(async (code: string, options: ExportOptions, command: Command) => {
     const { code: currency, input } = parseInput(code, options, command);
     const config = configFromCommand(command);
@@ -80,6 +93,9 @@ export function registerExportCommand(program: Command) {
       await streamCandles(pool, request, (rows) =>
         pipeline(Readable.from(lines(rows)), process.stdout, { end: false }),
       );
+    } catch (error) {
+      if (error instanceof ValidationError) usageError(command, error);
+      throw error;
     } finally {
       await pool.end();
     }

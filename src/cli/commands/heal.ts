@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { withExamples } from '../help.ts';
+import { withExamples, withExitCodes } from '../help.ts';
 
 interface HealCommandOptions {
   code?: string[];
@@ -16,11 +16,17 @@ export function registerHealCommand(program: Command) {
     .option('--code <code...>', 'only these currencies (default: every currency with observations)')
     .option('--hours <n>', 'look-back window in hours', parseHours, 72)
     .option('--json', 'print one result per currency as JSON');
-  withExamples(
-    heal,
-    ['platform heal', 'platform heal --code BTC ETH --hours 6', 'platform heal --json'],
-    'Exit codes: 0 pass done, 1 an exchange failed for some minutes (they stay open for the next pass) or the database failed, 2 usage or configuration error.',
-  ).action(async (options: HealCommandOptions, command: Command) => {
+  withExamples(heal, [
+    'platform heal',
+    'platform heal --code BTC ETH --hours 6',
+    'platform heal --json',
+  ]);
+  withExitCodes(heal, {
+    ok: 'pass done',
+    failure:
+      'an exchange failed for some minutes (they stay open for the next pass),\n' +
+      'or the database failed',
+  }).action(async (options: HealCommandOptions, command: Command) => {
     const { runHeal } = await import('./healRun.ts');
     await runHeal(options, command);
   });

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { dedicatedConnection } from '../../data/ingest/connection.ts';
 import { historySources } from '../../data/ingest/exchange/sources.ts';
 import { healAll, observedCodes, type HealResult } from '../../data/ingest/heal/heal.ts';
+import { printable } from '../../shared/printable.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 import type { HealCommandOptions } from './heal.ts';
@@ -12,7 +13,8 @@ export async function runHeal(options: HealCommandOptions, command: Command) {
   const connect = dedicatedConnection(config.DATABASE_URL);
   const sources = historySources(config, {
     onWait: (reason, ms) => {
-      if (ms >= 1000) process.stderr.write(`heal: waiting ${Math.ceil(ms / 1000)} s (${reason})\n`);
+      if (ms >= 1000)
+        process.stderr.write(`heal: waiting ${Math.ceil(ms / 1000)} s (${printable(reason)})\n`);
     },
   });
   const codes = options.code?.map((c) => c.toUpperCase()) ?? (await observedCodes(connect));
@@ -22,11 +24,13 @@ export async function runHeal(options: HealCommandOptions, command: Command) {
   process.exitCode = results.some((r) => r.errors.length > 0) ? EXIT.failure : EXIT.ok;
 }
 
+/** Codes come from the arguments and errors from the exchanges' answers: both escaped. */
 function formatResult(r: HealResult): string {
-  if (r.skipped) return `${r.code}: skipped (another heal pass holds it)\n`;
+  const code = printable(r.code);
+  if (r.skipped) return `${code}: skipped (another heal pass holds it)\n`;
   const by = Object.entries(r.bySource)
     .map(([source, n]) => `${n} from ${source}`)
     .join(', ');
-  const errors = r.errors.map((e) => `  failed: ${e}\n`).join('');
-  return `${r.code}: ${r.missing} missing minute(s), ${r.filled} filled${by ? ` (${by})` : ''}, ${r.knownGaps} new known gap(s)\n${errors}`;
+  const errors = r.errors.map((e) => `  failed: ${printable(e)}\n`).join('');
+  return `${code}: ${r.missing} missing minute(s), ${r.filled} filled${by ? ` (${by})` : ''}, ${r.knownGaps} new known gap(s)\n${errors}`;
 }

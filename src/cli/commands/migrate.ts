@@ -3,7 +3,7 @@ import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
 import { createLogger, redactDsn } from '../../shared/logger.ts';
 import { configFromCommand, printJson } from '../context.ts';
-import { withExamples } from '../help.ts';
+import { withExamples, withExitCodes } from '../help.ts';
 
 export function registerMigrateCommand(program: Command) {
   const migrateCommand = program
@@ -18,7 +18,11 @@ export function registerMigrateCommand(program: Command) {
       'DATABASE_URL=postgres://platform:secret@db:5432/platform platform migrate',
     ],
     'Safe to run from several processes at once: an advisory lock makes the others wait.',
-  ).action(async (options: { json?: boolean }, command: Command) => {
+  );
+  withExitCodes(migrateCommand, {
+    ok: 'the database is up to date (created and migrated as needed)',
+    failure: 'the database is unreachable, cannot be created, or a migration failed',
+  }).action(async (options: { json?: boolean }, command: Command) => {
     const config = configFromCommand(command);
     const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
     const database = await ensureDatabase(config.DATABASE_URL);

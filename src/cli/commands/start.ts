@@ -12,12 +12,12 @@ import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
 import { startOpsListener } from '../../shared/http/opsServer.ts';
 import { createLogger, type Logger } from '../../shared/logger.ts';
-import { runProvisioning, serverExtensionState } from '../../shared/provision.ts';
+import { ensureTimescale } from '../../shared/provision.ts';
 import type { RoleHandle } from '../../shared/roles.ts';
 import { createRuntime, type Runtime } from '../../shared/runtime.ts';
 import { shutdownTelemetry } from '../../shared/telemetry.ts';
 import { configFromCommand } from '../context.ts';
-import { withExamples } from '../help.ts';
+import { withExamples, withExitCodes } from '../help.ts';
 
 /** What the start command hands every role besides the runtime. */
 export interface RoleOptions {
@@ -69,29 +69,24 @@ export function registerStartCommand(program: Command) {
     'Runs until SIGTERM or SIGINT: readiness turns 503, in-flight work finishes within\n' +
       'SHUTDOWN_GRACE_SECONDS, then it exits 0; a second signal exits at once.\n' +
       'Configuration comes from the environment: see docs/configuration.md.',
-  ).action(async (options: { role: string; profile: RoleOptions['profile'] }, command: Command) => {
-    const config = configFromCommand(command);
-    const logger = createLogger(config.LOG_LEVEL);
-    await startPlatform(
-      config,
-      logger,
-      options.role === 'all' ? Object.keys(ROLES) : [options.role],
-      options.profile,
-    );
-  });
-}
-
-export async function ensureTimescale(config: Config, logger: Logger) {
-  const state = await serverExtensionState(config.DATABASE_URL);
-  if (state.available && state.preloaded) return;
-  logger.warn('TimescaleDB is not installed or not preloaded; running the provisioning script');
-  const code = await runProvisioning();
-  if (code !== 0) {
-    throw new Error(
-      'TimescaleDB is missing and could not be provisioned here (see the message above). ' +
-        'Run `npm run db:provision` as root on Debian, or use `docker compose up`.',
-    );
-  }
+  );
+  withExitCodes(start, {
+    ok: 'stopped by SIGTERM or SIGINT after finishing in-flight work',
+    failure:
+      'could not start (database, TimescaleDB, a port in use), in-flight work outlived\n' +
+      'SHUTDOWN_GRACE_SECONDS, or a second signal stopped it at once',
+  }).action(
+    async (options: { role: string; profile: RoleOptions['profile'] }, command: Command) => {
+      const config = configFromCommand(command);
+      const logger = createLogger(config.LOG_LEVEL);
+      await startPlatform(
+        config,
+        logger,
+        options.role === 'all' ? Object.keys(ROLES) : [options.role],
+        options.profile,
+      );
+    },
+  );
 }
 
 export async function startPlatform(
@@ -100,7 +95,7 @@ export async function startPlatform(
   roles: string[],
   profile: RoleOptions['profile'] = 'default',
 ) {
-  await ensureTimescale(config, logger);
+  await ensureTimescale(config.DATABASE_URL, { log: (message) => logger.warn(message) });
   await ensureDatabase(config.DATABASE_URL);
   const { applied } = await migrate(config.DATABASE_URL, logger);
   if (applied.length) logger.info({ applied }, 'migrations applied');
@@ -149,15 +144,26 @@ function localTokenName(host: string, port: string): string {
   return `${LOCAL_TOKEN_PREFIX}${safeHost}-${port}`;
 }
 
-/** Tells the person at the terminal where things listen and hands them a working token. */
+/**
+ * Tells the person at the terminal where things listen and hands them a working token. The token
+ * grants read and write, so it is only shown on a terminal: off one (a container, a service
+ * manager, a pipe) stdout is a log stream that others keep and read, and the banner says how to
+ * get a token instead.
+ */
 async function announce(runtime: Runtime, handles: RoleHandle[], token: string | undefined) {
   const lines = handles.filter((h) => h.url).map((h) => `  ${h.name.padEnd(6)} ${h.url}`);
-  if (token) {
+  if (token && process.stdout.isTTY) {
     const dataUrl = handles.find((h) => h.name === 'data')?.url;
     lines.push(
       '',
       `  data token (read, write; replaced at every start of this host and port): ${token}`,
       `  try: curl -H "Authorization: Bearer ${token}" ${dataUrl}/data/currency/all`,
+    );
+  } else if (token) {
+    lines.push(
+      '',
+      '  data token: not shown, as this output is not a terminal (it would end up in logs);',
+      `  make one: ${TOKEN_HINT}`,
     );
   }
   const currencies = await runtime.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM currencies`);
@@ -165,6 +171,8 @@ async function announce(runtime: Runtime, handles: RoleHandle[], token: string |
     `\nplatform is running (${String(currencies)} currencies)\n${lines.join('\n')}\n\n`,
   );
 }
+
+const TOKEN_HINT = 'platform token create --name <you> --scope read --scope write';
 
 /**
  * SIGTERM/SIGINT: readiness turns 503 at once; during SHUTDOWN_DRAIN_SECONDS the process still

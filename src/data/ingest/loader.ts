@@ -8,7 +8,7 @@ import { candleProblem, latestAcceptedMicros } from './candleValidation.ts';
 import { BinaryCopyEncoder, COPY_COLUMNS } from './copyEncoder.ts';
 import { ingestMetrics } from './metrics.ts';
 import { RangeTracker } from './rangeTracker.ts';
-import { isUnitComplete, lockUnit, recordUnit } from './unitStore.ts';
+import { lockUnit, recordedUnit, recordUnit, type RecordedUnit } from './unitStore.ts';
 import {
   MAX_KEPT_REJECTIONS,
   type LoadPath,
@@ -84,9 +84,11 @@ export async function loadUnit(
     const progress = progressTap(options.onProgress);
     await client.query('BEGIN');
     try {
+      let recorded: RecordedUnit | null = null;
       if (unit.key) {
         await lockUnit(client, unit.key);
-        if (!options.force && (await isUnitComplete(client, unit.key))) {
+        recorded = await recordedUnit(client, unit.key);
+        if (!options.force && recorded && satisfies(recorded, options)) {
           await client.query('COMMIT');
           return emptyResult(unit.label, 'skipped');
         }
@@ -94,7 +96,10 @@ export async function loadUnit(
       path ??= (await overlapsStoredRows(client, unit.expected)) ? 'merge' : 'direct';
       const result = await loadOnce(client, unit, path, options, progress.report);
       await client.query(result.status === 'loaded' ? 'COMMIT' : 'ROLLBACK');
-      if (result.status === 'loaded') countMetrics(unit.source, result);
+      if (result.status !== 'skipped') countMetrics(unit.source, result);
+      if (result.status === 'rejected' && recorded) {
+        result.error = `${result.error ?? 'rejected'}; the rows an earlier load of it stored stay`;
+      }
       return result;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
@@ -130,14 +135,15 @@ async function loadOnce(
       ) ON COMMIT DELETE ROWS`);
   }
   const stats = await copyPass(client, target, unit, options, report);
-  if (stats.rejected > 0 && options.strict) {
+  const refusal = refusalOf(stats, options);
+  if (refusal) {
     return {
       ...emptyResult(unit.label, 'rejected'),
       read: stats.read,
       rejected: stats.rejected,
       rejections: stats.rejections,
       path,
-      error: `${stats.rejected} malformed row(s); --strict rejects the whole file`,
+      error: refusal,
     };
   }
   unit.verify?.();
@@ -177,6 +183,26 @@ async function loadOnce(
     });
   }
   return result;
+}
+
+/**
+ * Why the unit is refused whole, if it is: under --strict any rejected row refuses it; without,
+ * a unit whose every row was rejected has nothing to load, and recording it as loaded would both
+ * report a load that did not happen and skip the unit on every later run.
+ */
+function refusalOf(stats: PassStats, options: LoadOptions): string | null {
+  if (stats.rejected === 0) return null;
+  if (options.strict) return `${stats.rejected} rejected row(s); --strict rejects the whole file`;
+  if (stats.rejected === stats.read) return `all ${stats.rejected} row(s) rejected; nothing loaded`;
+  return null;
+}
+
+/**
+ * Whether a recorded load is all this run asks for. A --strict run asks that no row was rejected:
+ * a unit an earlier run without --strict loaded with rejected rows is read again and refused.
+ */
+function satisfies(recorded: RecordedUnit, options: LoadOptions): boolean {
+  return !options.strict || recorded.rejected === 0;
 }
 
 /** Streams the unit's valid rows into `target` with one binary COPY; counts and keeps rejections. */

@@ -1,3 +1,4 @@
+import { printable } from '../../shared/printable.ts';
 import type { Rejection, UnitResult } from './types.ts';
 
 const KEPT_REJECTIONS = 1000;
@@ -68,7 +69,10 @@ export class SummaryCollector {
 
 const n = (value: number) => value.toLocaleString('en-US');
 
-/** The human summary: counts, then the first rejected rows as file:line reason, then failures. */
+/**
+ * The human summary: counts, then the first rejected rows as file:line reason, then failures.
+ * File names, reasons and errors quote the input, so they are escaped for the terminal.
+ */
 export function formatSummary(s: BackfillSummary, unitName = 'file', maxListed = 20): string {
   const lines: string[] = [];
   const parts = [`${s.loaded} loaded`];
@@ -90,11 +94,11 @@ export function formatSummary(s: BackfillSummary, unitName = 'file', maxListed =
     lines.push(
       `rejected rows${s.rejected > shown.length ? ` (first ${shown.length} of ${n(s.rejected)})` : ''}:`,
     );
-    for (const r of shown) lines.push(`  ${r.file}:${r.line}  ${r.reason}`);
+    for (const r of shown) lines.push(`  ${printable(r.file)}:${r.line}  ${printable(r.reason)}`);
   }
   if (s.failures.length > 0) {
     lines.push(`not loaded:`);
-    for (const f of s.failures) lines.push(`  ${f.file}  ${f.error}`);
+    for (const f of s.failures) lines.push(`  ${printable(f.file)}  ${printable(f.error)}`);
   }
   return `${lines.join('\n')}\n`;
 }

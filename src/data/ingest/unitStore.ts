@@ -21,8 +21,25 @@ export async function lockUnit(client: pg.ClientBase, key: string): Promise<void
 }
 
 export async function isUnitComplete(client: pg.ClientBase, key: string): Promise<boolean> {
-  const found = await client.query('SELECT 1 FROM ingest_units WHERE unit_key = $1', [key]);
-  return (found.rowCount ?? 0) > 0;
+  return (await recordedUnit(client, key)) !== null;
+}
+
+/** What the completion record of a loaded unit says, or null when the unit was never loaded. */
+export interface RecordedUnit {
+  /** Rows that load rejected (a load without --strict keeps the valid rows of a unit). */
+  rejected: number;
+}
+
+export async function recordedUnit(
+  client: pg.ClientBase,
+  key: string,
+): Promise<RecordedUnit | null> {
+  const found = await client.query<{ rows_rejected: string }>(
+    'SELECT rows_rejected FROM ingest_units WHERE unit_key = $1',
+    [key],
+  );
+  const row = found.rows[0];
+  return row ? { rejected: Number(row.rows_rejected) } : null;
 }
 
 /** Records a unit as loaded; part of the transaction that wrote its rows. */

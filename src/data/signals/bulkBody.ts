@@ -44,8 +44,6 @@ async function readBodyText(ctx: Context, limits: BulkLimits): Promise<string> {
     });
   } catch (error) {
     if ((error as { status?: number }).status === 413) {
-      // The rest of an oversized stream is not worth reading: answer, then close the connection.
-      ctx.set('Connection', 'close');
       throw new PayloadTooLargeError(
         `The body exceeds the limit of ${describeBytes(limits.maxBytes)} per bulk request`,
       );

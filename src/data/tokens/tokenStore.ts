@@ -8,6 +8,9 @@ export type Scope = (typeof SCOPES)[number];
 
 const TOKEN_PREFIX = 'pdt_';
 
+/** What a token name may be; the table's CHECK constraint (sql/0004) says the same. */
+export const TOKEN_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
 export const tokenInfoSchema = z.object({
   name: z.string(),
   scopes: z.array(z.enum(SCOPES)),

@@ -20,10 +20,12 @@ interface Waiter {
 }
 
 /**
- * A concurrency limit with a short bounded queue. A place is held until the response is over
- * (sent, or its client gone), so a streamed export holds it while it streams.
+ * A concurrency limit of an HTTP route with a short bounded queue. Unlike the in-process gate of
+ * shared/concurrencyGate.ts, a place is held until the response is over (sent, or its client
+ * gone), so a streamed export holds it while it streams, and a wait ends when its client leaves
+ * or after `maxWaitMs`.
  */
-export class ConcurrencyGate {
+export class RouteGate {
   private active = 0;
   private readonly queue: Waiter[] = [];
   private readonly name: string;
@@ -55,6 +57,7 @@ export class ConcurrencyGate {
 
   private refuse(reason: string): OverloadedError {
     return new OverloadedError(
+      1,
       `Too many ${this.name} requests at once (${reason}); retry shortly.`,
     );
   }

@@ -8,6 +8,7 @@ import {
 } from 'slonik';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import { refuseRestOfBody } from './oversizedBody.ts';
 
 export interface ErrorBody {
   error: { code: string; message: string; details: unknown[] };
@@ -127,6 +128,7 @@ export function errorHandler(logger: Logger) {
       }
       ctx.status = status;
       ctx.set(headers);
+      if (status === 413) refuseRestOfBody(ctx);
       const extra = (ctx.state.errorBodyExtra ?? {}) as Record<string, unknown>;
       ctx.body = { ...extra, ...body };
     }

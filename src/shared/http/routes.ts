@@ -88,7 +88,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   415: 'Unsupported media type.',
   422: 'Well-formed, but refers to something that does not exist.',
   429: 'Rate-limited; see Retry-After.',
-  503: 'A dependency (database, data module) is unavailable, or the service is at capacity; see Retry-After.',
+  503: 'A dependency (database, data module) is unavailable, or the server is too busy for this now (see Retry-After).',
 };
 
 export function defineRoute<

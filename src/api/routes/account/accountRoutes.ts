@@ -2,6 +2,7 @@ import type { DatabasePool } from 'slonik';
 import { NotFoundError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { counter } from '../../../shared/metrics.ts';
+import type { ConcurrencyGate } from '../../../shared/concurrencyGate.ts';
 import { normalisePicture } from '../../pictures/imagePipeline.ts';
 import { multipartFile } from '../../pictures/multipart.ts';
 import { loadPicture, pictureState, savePicture } from '../../pictures/pictureStore.ts';
@@ -21,6 +22,8 @@ export interface AccountRouteDeps {
   pool: DatabasePool;
   maxBytes: number;
   maxPixels: number;
+  /** Bounds how many pictures are decoded at once (see pictureDecodingGate). */
+  decoding: ConcurrencyGate;
 }
 
 const uploads = counter(
@@ -57,18 +60,21 @@ export function registerAccountRoutes(registry: RouteRegistry, deps: AccountRout
       description:
         `Multipart part \`file\`, at most ${deps.maxBytes} bytes and ${deps.maxPixels} pixels. ` +
         'The type is judged by content (PNG, JPEG, GIF, WebP), never by name; the picture is ' +
-        're-encoded without metadata. Browsers must send the `csrf-token` cookie value in `X-CSRF-Token`.',
+        're-encoded without metadata. Browsers must send the `csrf-token` cookie value in `X-CSRF-Token`. ' +
+        'Only a few pictures are decoded at once; while too many wait, the upload gets 503 with Retry-After.',
       tags: ['account'],
       security: uploadSecurity,
       before: [requireUser, requireCsrfToken, multipartFile('file', deps.maxBytes)],
       body: uploadBody,
       bodyTypes: ['multipart/form-data'],
       responses: { 200: { description: 'Stored', schema: successSchema } },
-      errors: [401, 403, 413, 415],
+      errors: [401, 403, 413, 415, 503],
       handler: async (ctx, { body }) => {
         const userId = signedInUser(ctx);
         try {
-          const picture = await normalisePicture(body.file, { maxPixels: deps.maxPixels });
+          const picture = await deps.decoding.run(() =>
+            normalisePicture(body.file, { maxPixels: deps.maxPixels }),
+          );
           await savePicture(deps.pool, userId, picture);
           uploads.inc({ outcome: 'stored' });
         } catch (error) {
