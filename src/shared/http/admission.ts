@@ -111,7 +111,11 @@ export interface RateLimitOptions {
 
 /** Koa middleware: at most `points` requests per window per client, else 429 with Retry-After. */
 export function rateLimit(options: RateLimitOptions) {
-  if (options.points <= 0) return async (_ctx: Context, next: Next) => next();
+  if (options.points <= 0) {
+    return async (_ctx: Context, next: Next) => {
+      await next();
+    };
+  }
   const limiter = new RateLimiterMemory({
     keyPrefix: options.name,
     points: options.points,
