@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Container health probe (the image's HEALTHCHECK and docker-compose's healthchecks). Given URLs,
 // every one must answer 2xx. Without arguments it probes the readiness of every port the platform
-// may listen on (data, API, the health/metrics listener of a lone worker): at least one must
+// may listen on (data, API, the health/metrics listener of a worker or an API): at least one must
 // answer and every one that answers must be ready, so one image serves every role.
 import { loadConfig } from '../src/shared/config.ts';
 

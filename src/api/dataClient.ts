@@ -30,6 +30,13 @@ export interface PricePoint {
   value: number;
 }
 
+export interface ForwardedAnswer {
+  status: number;
+  body: unknown;
+  /** Retry-After and WWW-Authenticate, when the data module sent them. */
+  headers: Record<string, string>;
+}
+
 export interface DataClientOptions {
   baseUrl: string;
   token?: string;
@@ -92,6 +99,55 @@ export class DataClient {
     return points.map((p) => ({ time: Date.parse(p.timestamp), value: p.value }));
   }
 
+  /**
+   * Posts a JSON body to a data-module write route and hands back its answer. With
+   * `authorization` the caller's own credentials go along (and its 401/403 are the caller's);
+   * otherwise the API's token does, and a refusal of it is our failure (503).
+   */
+  async forward(path: string, body: unknown, authorization?: string): Promise<ForwardedAnswer> {
+    const route = 'forward';
+    let response: Response;
+    try {
+      response = await fetch(`${this.options.baseUrl}${path}`, {
+        method: 'POST',
+        headers: {
+          accept: 'application/json',
+          'content-type': 'application/json',
+          ...this.authorization(authorization),
+        },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+    } catch (error) {
+      dataCalls.inc({ route, outcome: 'unreachable' });
+      this.options.logger.warn(
+        { reason: describeFailure(error), route },
+        'data module unreachable',
+      );
+      throw new DependencyUnavailableError(UNAVAILABLE, error);
+    }
+    const ours = authorization === undefined;
+    const refused = response.status === 401 || response.status === 403;
+    if (response.status >= 500 || (ours && refused)) {
+      await this.failed(response, route);
+    }
+    dataCalls.inc({ route, outcome: 'ok' });
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch (error) {
+      dataCalls.inc({ route, outcome: 'broken_body' });
+      throw new DependencyUnavailableError(UNAVAILABLE, error);
+    }
+    const headers: Record<string, string> = {};
+    for (const name of ['retry-after', 'www-authenticate']) {
+      const value = response.headers.get(name);
+      if (value) headers[name] = value;
+    }
+    return { status: response.status, body: json, headers };
+  }
+
   /** Readiness: the data module answers and accepts our token. */
   async ping(): Promise<void> {
     const response = await this.request('/data/currency/all?limit=1', 'ping');
@@ -120,10 +176,7 @@ export class DataClient {
     let response: Response;
     try {
       response = await fetch(`${this.options.baseUrl}${path}`, {
-        headers: {
-          accept: 'application/json',
-          ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
-        },
+        headers: { accept: 'application/json', ...this.authorization() },
         signal: abandoned ? AbortSignal.any([timeout, abandoned]) : timeout,
       });
     } catch (error) {
@@ -142,11 +195,23 @@ export class DataClient {
       dataCalls.inc({ route, outcome: 'ok' });
       return response;
     }
+    return this.failed(response, route);
+  }
+
+  private authorization(callers?: string): Record<string, string> {
+    if (callers !== undefined) return { authorization: callers };
+    return this.options.token ? { authorization: `Bearer ${this.options.token}` } : {};
+  }
+
+  /**
+   * Counts and logs an answer the API cannot use, and fails with 503 for our caller: shed by the
+   * data module at capacity, with its Retry-After; anything else as unavailable.
+   */
+  private async failed(response: Response, route: string): Promise<never> {
     const shed = response.status === 503 && (await errorCode(response)) === 'overloaded';
     if (!response.bodyUsed) await response.body?.cancel();
     dataCalls.inc({ route, outcome: shed ? 'shed' : `status_${response.status}` });
     if (shed) {
-      // The data module is at capacity: our caller may retry after as long as it said.
       throw new OverloadedError(
         Number(response.headers.get('retry-after')) || 1,
         'The market-data module is at capacity; retry shortly.',

@@ -1,5 +1,5 @@
 import { sql } from 'slonik';
-import { dataModuleUrl } from '../shared/config.ts';
+import { allowedOrigins, dataModuleUrl } from '../shared/config.ts';
 import { pendingMigrations } from '../shared/db/migrationState.ts';
 import { Readiness } from '../shared/http/health.ts';
 import { RouteRegistry } from '../shared/http/routes.ts';
@@ -15,6 +15,7 @@ import { registerAccountRoutes } from './routes/account/accountRoutes.ts';
 import { registerAuthorizeRoutes } from './routes/authorize/authorizeRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
 import { registerMarketRoutes } from './routes/currency/marketRoutes.ts';
+import { registerNewsSentimentForward } from './routes/newsSentiment/newsSentimentRoutes.ts';
 import { registerHistoryRoutes } from './routes/portfolio/historyRoutes.ts';
 import { registerPortfolioRoutes } from './routes/portfolio/portfolioRoutes.ts';
 import { apiSecuritySchemes } from './routes/security.ts';
@@ -100,6 +101,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     limitRate: limitHistory,
   });
   if (profile !== 'docs') registerCurrencyRoutes(registry, data);
+  registerNewsSentimentForward(registry, { data, trustedNetworks: config.DATA_TRUSTED_NETWORKS });
 
   const readiness = options.readiness ?? new Readiness();
   readiness.addCheck('database', async () => {
@@ -119,9 +121,11 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     jsonLimit: '100kb',
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     trustProxy: config.API_TRUST_PROXY,
+    // Metrics name routes, outcomes and load: not for the public port (the ops listener has them).
+    metrics: false,
     middleware: (app) => [
       authorizeErrorShape,
-      corsForAllowedOrigins(config.API_ALLOWED_ORIGINS),
+      corsForAllowedOrigins(allowedOrigins(config)),
       createSessionMiddleware(app, {
         pool: runtime.pool,
         timeouts,
@@ -129,7 +133,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
         onSessionEnded: (idHash) => live.sessionEnded(idHash),
         maxPerUser: config.SESSIONS_MAX_PER_USER,
       }),
-      crossSiteGuard(config.API_ALLOWED_ORIGINS),
+      crossSiteGuard(allowedOrigins(config)),
     ],
     extend: mountDashboard,
     openApi: {

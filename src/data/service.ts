@@ -14,6 +14,7 @@ import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
 import { registerPriceBulkRoutes } from './routes/prices/bulkRoutes.ts';
 import { registerNewsSentimentRoutes } from './routes/newsSentiment/newsSentimentRoutes.ts';
 import { registerPredictionRoutes } from './routes/predictions/predictionRoutes.ts';
+import { naiveTimeZone } from './signals/naiveTimeZone.ts';
 import { registerTrainingSessionRoutes } from './routes/trainingSessions/trainingSessionRoutes.ts';
 
 export const DATA_SERVICE_NAME = 'data';
@@ -72,6 +73,7 @@ export function createDataService(runtime: Runtime, readiness = new Readiness())
     readiness,
     jsonLimit: '1mb',
     requestTimeoutMs: runtime.config.REQUEST_TIMEOUT_MS,
+    middleware: [naiveTimeZone(runtime.config.DATA_NAIVE_TIME_ZONE)],
     openApi: {
       title: 'Market data module',
       version: '1.0.0',

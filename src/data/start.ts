@@ -18,6 +18,7 @@ export async function startDataRole(runtime: Runtime): Promise<RoleHandle> {
   return {
     name: 'data',
     url: server.url,
+    servesMetrics: true,
     beginDrain: () => readiness.startDraining(),
     stop: (graceMs) => server.close(graceMs),
   };

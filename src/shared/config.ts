@@ -1,6 +1,7 @@
 import { userInfo } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_MAX_FUTURE_SECONDS } from '../data/ingest/candleValidation.ts';
+import { isKnownTimeZone } from './time/timeZones.ts';
 
 // The whole platform's configuration, parsed once at start-up from the environment (and a few CLI
 // flags). Every variable is optional; bad values stop start-up with one message listing them all.
@@ -12,6 +13,9 @@ const booleanFromEnv = z
 /** Price sources the harvester knows (see src/data/market/sources/). */
 export const MARKET_SOURCE_NAMES = ['simulated', 'coinbase', 'binance', 'kraken'] as const;
 export type MarketSourceName = (typeof MARKET_SOURCE_NAMES)[number];
+
+/** Where the web front end's development server runs. */
+const DEV_WEB_ORIGIN = 'http://localhost:4200';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().min(1);
@@ -73,7 +77,16 @@ export const configSchema = z.object({
   DATA_TOKEN: z.string().min(1).optional().describe("The API's service token for the data module."),
   DATA_TRUSTED_NETWORKS: cidrList
     .default([])
-    .describe('Comma-separated CIDRs whose callers reach /data/** without a token.'),
+    .describe(
+      "Comma-separated CIDRs whose callers reach /data/** (and the API's /api/news-sentiment/add) without a token.",
+    ),
+  DATA_NAIVE_TIME_ZONE: z
+    .string()
+    .refine(isKnownTimeZone, 'unknown time zone (use an IANA name such as Europe/Berlin)')
+    .default('UTC')
+    .describe(
+      'IANA time zone in which the data module reads signal timestamps sent without a zone (clients that send naive local times).',
+    ),
   PLATFORM_LOAD_CURRENCIES: booleanFromEnv
     .default(true)
     .describe(
@@ -258,10 +271,11 @@ export const configSchema = z.object({
         .filter(Boolean),
     )
     .pipe(z.array(z.url()))
-    .default([])
+    .optional()
     .describe(
       'Comma-separated origins (scheme://host[:port]) of web clients served from elsewhere that may ' +
-        'call the API with the session cookie.',
+        `call the API with the session cookie. Unset: ${DEV_WEB_ORIGIN} (the front end's dev server) ` +
+        'unless NODE_ENV=production, then none.',
     ),
   LOGIN_MAX_FAILURES_PER_ACCOUNT: positiveInt
     .default(10)
@@ -402,8 +416,9 @@ export const configSchema = z.object({
   WORKER_METRICS_PORT: port
     .default(9464)
     .describe(
-      'Port of the health and /metrics listener of a process that serves no HTTP of its own ' +
-        '(a worker started with --role worker).',
+      'Port of the ops listener (health and /metrics) of a process without the data role: a ' +
+        'worker, or an API (the public API port serves no /metrics). With the data role, /metrics ' +
+        'is on DATA_PORT.',
     ),
   SHUTDOWN_DRAIN_SECONDS: z.coerce
     .number()
@@ -464,6 +479,11 @@ export function loadConfig(
     );
   }
   return parsed.data;
+}
+
+/** Web origins allowed to call the API with credentials (API_ALLOWED_ORIGINS or its default). */
+export function allowedOrigins(config: Config): string[] {
+  return config.API_ALLOWED_ORIGINS ?? (config.NODE_ENV === 'production' ? [] : [DEV_WEB_ORIGIN]);
 }
 
 export function dataModuleUrl(config: Config): string {

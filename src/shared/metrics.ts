@@ -1,3 +1,4 @@
+import type Router from '@koa/router';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 // One registry per process: in `--role all` the data module, the API and the worker report
@@ -161,3 +162,11 @@ export const socketioConnectedClients = gauge(
   'Socket.IO clients connected to this process, by namespace.',
   ['namespace'],
 );
+
+/** GET /metrics: this process's registry in Prometheus' text format. */
+export function mountMetricsRoute(router: Router): void {
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metricsRegistry.contentType;
+    ctx.body = await metricsRegistry.metrics();
+  });
+}

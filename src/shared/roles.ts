@@ -2,6 +2,8 @@
 export interface RoleHandle {
   name: string;
   url?: string;
+  /** Its port serves the process's /metrics (the data module; the API's public port does not). */
+  servesMetrics?: boolean;
   /** Readiness turns 503 so load balancers stop sending new work. */
   beginDrain(): void;
   /**

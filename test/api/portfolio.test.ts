@@ -164,7 +164,7 @@ describe('bad input', () => {
 
   test.each([
     [{ shares: 1, walletDollars: 0 }, 'body.currencyCode'],
-    [{ currencyCode: 'BTC', shares: '1', walletDollars: 0 }, 'body.shares'],
+    [{ currencyCode: 'BTC', shares: 'one', walletDollars: 0 }, 'body.shares'],
     [{ currencyCode: 'BTC', shares: 1 }, 'body.walletDollars'],
     [{ currencyCode: 'B TC', shares: 1, walletDollars: 0 }, 'body.currencyCode'],
     [{ currencyCode: 'BTC', shares: 1e300, walletDollars: 0 }, 'body.shares'],
@@ -174,10 +174,10 @@ describe('bad input', () => {
     expect(response.body.error.details[0].path).toBe(path);
   });
 
-  test('400 for a malformed currency code in the profit path', async () => {
+  test('404 for a profit path naming neither a code nor a currency name', async () => {
     const response = await client.get('/api/portfolio/history/profit/B-TC');
-    expect(response.status).toBe(400);
-    expect(response.body.error.details[0].path).toBe('params.currencyCode');
+    expect(response.status).toBe(404);
+    expect(response.body.error.code).toBe('unknown_currency');
   });
 
   test('a portfolio missing for an existing user is created on first use', async () => {

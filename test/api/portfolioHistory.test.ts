@@ -76,8 +76,11 @@ function expectPoints(points: Array<Record<string, any>>, totals: number[], trad
   points.forEach((point, i) => {
     const total = totals[Math.min(i, totals.length - 1)]!;
     const previous = i === 0 ? total : totals[Math.min(i - 1, totals.length - 1)]!;
+    const timestamp = new Date(H + i * 30 * MIN).toISOString();
     expect(point).toEqual({
-      timestamp: new Date(H + i * 30 * MIN).toISOString(),
+      id: (H + i * 30 * MIN) / (30 * MIN),
+      timestamp,
+      lastUpdated: timestamp,
       dollarBalance: 50,
       shareBalance: total - 50,
       totalWorth: total,

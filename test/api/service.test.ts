@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { startOpsListener } from '../../src/shared/http/opsServer.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 
 const API_PATHS = [
@@ -14,13 +15,17 @@ const API_PATHS = [
   '/api/portfolio/empty',
   '/api/portfolio/history/get',
   '/api/portfolio/history/profit',
+  '/api/portfolio/history/get/asset',
+  '/api/portfolio/history/get/asset/{currencyName}',
+  '/api/currency/performance/{code}',
+  '/api/news-sentiment/add',
   '/api/portfolio/history/profit/{currencyCode}',
 ];
 
 describe('the API service', () => {
   let harness: ApiHarness;
   beforeAll(async () => {
-    harness = await startApiHarness();
+    harness = await startApiHarness({ WORKER_METRICS_PORT: '0' });
   });
   afterAll(async () => {
     await harness.close();
@@ -80,10 +85,19 @@ describe('the API service', () => {
     expect((await harness.client().get('/docs/assets/init.js')).text).toContain('/openapi.json');
   });
 
-  test('/metrics reports API routes and sign-in outcomes', async () => {
+  test('the public port serves no /metrics; the ops listener reports API routes and sign-in outcomes', async () => {
     const client = harness.client();
     await client.post('/api/authorize/login', { email: 'nobody@example.com', password: 'x' });
-    const { text } = await client.get('/metrics');
+    const publicMetrics = await client.get('/metrics');
+    expect(publicMetrics.status).toBe(404);
+    expect(publicMetrics.text).not.toContain('api_login_attempts_total');
+    const ops = await startOpsListener(harness.runtime, []);
+    let text: string;
+    try {
+      text = await (await fetch(`${ops.url!}/metrics`)).text();
+    } finally {
+      await ops.stop(1000);
+    }
     expect(text).toMatch(
       /http_server_request_duration_seconds_bucket\{[^}]*service="api"[^}]*route="\/api\/authorize\/login"/,
     );

@@ -24,6 +24,7 @@ function env(extra: Record<string, string> = {}) {
     HOST: '127.0.0.1',
     DATA_PORT: '0',
     API_PORT: '0',
+    WORKER_METRICS_PORT: '0',
     DATA_URL: '',
     DATA_TOKEN: '',
     PLATFORM_LOAD_CURRENCIES: 'false',
@@ -49,7 +50,14 @@ test('--role all: the API reaches the in-process data module with the local toke
   );
   try {
     const api = listening(output(), 'api');
-    expect(listening(output(), 'data')).toBeDefined();
+    const data = listening(output(), 'data');
+    expect(data).toBeDefined();
+    // One process: the data port serves its /metrics (the API's included), the public port none.
+    expect(listening(output(), 'ops')).toBeUndefined();
+    expect((await new ApiClient(api!).get('/metrics')).status).toBe(404);
+    const metrics = await new ApiClient(data!).get('/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toContain('api_login_attempts_total');
     // Not a terminal: the token the API uses stays out of the output.
     expect(output()).toMatch(/data token: not shown/);
     expect(output()).not.toMatch(/pdt_/);
@@ -81,6 +89,13 @@ test('--role api --profile docs serves the reference without any data module', a
     const value = await client.post('/api/currency/value', { currencyCode: 'BTC', shares: 1 });
     expect(value.status).toBe(404);
     expect((await client.get('/openapi.json')).body.paths['/api/portfolio/get']).toBeDefined();
+    // The public port serves no metrics; the ops listener beside it does, the API's included.
+    expect((await client.get('/metrics')).status).toBe(404);
+    const ops = new ApiClient(listening(output(), 'ops')!);
+    const metrics = await ops.get('/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toMatch(/http_server_request_duration_seconds_count\{[^}]*service="api"/);
+    expect((await ops.get('/health/ready')).status).toBe(200);
   } finally {
     await stop(child);
   }

@@ -82,6 +82,15 @@ function listeningPort(service: any): number | undefined {
   return undefined;
 }
 
+/** Where a role's process serves /metrics: the data port, else the ops listener (never the API's). */
+function metricsPort(service: any): number | undefined {
+  const config = loadConfig(environmentOf(service));
+  const role = roleOf(service);
+  if (role === 'data' || role === 'all') return config.DATA_PORT;
+  if (role === 'api' || role === 'worker') return config.WORKER_METRICS_PORT;
+  return undefined;
+}
+
 function healthcheckUrl(service: any): URL | undefined {
   const test: string[] = service.healthcheck?.test ?? [];
   const url = test.find((part) => /^https?:\/\//.test(part));
@@ -362,7 +371,7 @@ describe('Prometheus configuration', () => {
   const mount = bindMounts(services.prometheus).find((m) => m.target === '/etc/prometheus')!;
   const config = parse(read(join(mount.source, 'prometheus.yml')));
 
-  test('scrapes every platform role at the service name and port it listens on', () => {
+  test('scrapes every platform role at the service name and the port that serves its /metrics', () => {
     const jobs = new Map<string, { name: string; port: number }>();
     for (const job of config.scrape_configs) {
       for (const sd of job.dns_sd_configs ?? []) {
@@ -370,9 +379,18 @@ describe('Prometheus configuration', () => {
       }
     }
     for (const [name, service] of platformRoles) {
-      expect(jobs.get(name)).toEqual({ name, port: listeningPort(service) });
+      expect(jobs.get(name)).toEqual({ name, port: metricsPort(service) });
+      const exposed = ((service.expose ?? []) as string[]).map(Number);
+      const published = ((service.ports ?? []) as string[]).map((p) => Number(p.split(':').at(-1)));
+      expect({ name, offered: [...exposed, ...published].includes(metricsPort(service)!) }).toEqual(
+        {
+          name,
+          offered: true,
+        },
+      );
     }
     for (const { name } of jobs.values()) expect(Object.keys(services)).toContain(name);
+    expect(jobs.get('api')?.port).not.toBe(loadConfig(environmentOf(services.api)).API_PORT);
   });
 
   test('alert rules exist where prometheus.yml says and use registered metrics', () => {

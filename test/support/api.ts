@@ -42,7 +42,7 @@ export async function startApiHarness(
     ...env,
   });
   await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
-  const { token } = await createToken(runtime.pool, 'api', ['read']);
+  const { token } = await createToken(runtime.pool, 'api', ['read', 'write']);
   let data: RunningServer | undefined =
     options.withData === false ? undefined : await serve(createDataService(runtime).app);
   const dataPort = data?.port ?? 9; // discard port: nothing listens there

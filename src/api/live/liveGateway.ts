@@ -3,6 +3,7 @@ import { createAdapter } from '@socket.io/postgres-adapter';
 import type pg from 'pg';
 import { Server, type DefaultEventsMap, type Namespace, type Socket } from 'socket.io';
 import type { z } from 'zod';
+import { allowedOrigins } from '../../shared/config.ts';
 import { createPgPool } from '../../shared/db/pool.ts';
 import { counter, gauge } from '../../shared/metrics.ts';
 import type { Runtime } from '../../shared/runtime.ts';
@@ -118,7 +119,7 @@ export class LiveGateway {
   attach(httpServer: http.Server): void {
     if (this.io) throw new Error('the live gateway is already attached');
     const { config, logger } = this.runtime;
-    const allowed = config.API_ALLOWED_ORIGINS;
+    const allowed = allowedOrigins(config);
     const io = new Server(httpServer, {
       path: LIVE_PATH,
       serveClient: true,

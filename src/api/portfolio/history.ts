@@ -10,7 +10,11 @@ import type { HoldingChange } from './holdings.ts';
 // when the trade came in a later bucket than that (within one bucket, market history wins).
 
 export interface PortfolioHistoryPoint {
+  /** Number of the bucket on the epoch grid (start / width). */
+  id: number;
   timestamp: string;
+  /** The same instant as timestamp, under the name older clients read. */
+  lastUpdated: string;
   dollarBalance: number;
   shareBalance: number;
   totalWorth: number;
@@ -76,9 +80,30 @@ function priceEvents(input: HistoryInput): Map<string, PriceEvent[]> {
   return events;
 }
 
-export function portfolioHistory(input: HistoryInput): PortfolioHistoryPoint[] {
+interface AssetState {
+  currencyCode: string;
+  shares: number;
+  dollars: number;
+  /** Price of one share in this bucket (0 before any is known). */
+  price: number;
+  /** The holding changed within this bucket. */
+  traded: boolean;
+}
+
+interface BucketState {
+  start: number;
+  /** Every holding that existed by the end of the bucket, in order of first change. */
+  assets: AssetState[];
+  tradeOccurred: boolean;
+}
+
+/**
+ * Walks the buckets of the history, oldest first, with each holding's position at the end of
+ * the bucket and its price for the bucket (see the top of this file).
+ */
+function walkBuckets(input: HistoryInput, visit: (bucket: BucketState) => void): void {
   const firstChange = input.changes[0];
-  if (!firstChange) return [];
+  if (!firstChange) return;
   const width = input.intervalMs;
   const { first, count } = historyBuckets(
     firstChange.changedAt.getTime(),
@@ -91,13 +116,11 @@ export function portfolioHistory(input: HistoryInput): PortfolioHistoryPoint[] {
   const knownPrice = new Map<string, number>();
   const positions = new Map<string, { shares: number; dollars: number }>();
   let nextChange = 0;
-  let previousWorth: number | undefined;
-  const points: PortfolioHistoryPoint[] = [];
 
   for (let i = 0; i < count; i++) {
     const start = first + i * width;
     const end = start + width;
-    let tradeOccurred = false;
+    const traded = new Set<string>();
     for (; nextChange < input.changes.length; nextChange++) {
       const change = input.changes[nextChange]!;
       if (change.changedAt.getTime() >= end) break;
@@ -105,13 +128,10 @@ export function portfolioHistory(input: HistoryInput): PortfolioHistoryPoint[] {
         shares: change.sharesAfter,
         dollars: change.dollarsAfter,
       });
-      if (change.changedAt.getTime() >= start) tradeOccurred = true;
+      if (change.changedAt.getTime() >= start) traded.add(change.currencyCode);
     }
-    let shareBalance = 0;
-    let dollarBalance = 0;
+    const assets: AssetState[] = [];
     for (const [code, position] of positions) {
-      dollarBalance += position.dollars;
-      if (position.shares === 0) continue;
       const list = events.get(code) ?? [];
       let ownPrice: number | undefined;
       let at = cursor.get(code) ?? 0;
@@ -121,11 +141,34 @@ export function portfolioHistory(input: HistoryInput): PortfolioHistoryPoint[] {
         if (event.bucketPrice && event.time >= start) ownPrice ??= event.value;
       }
       cursor.set(code, at);
-      shareBalance += position.shares * (ownPrice ?? knownPrice.get(code) ?? 0);
+      assets.push({
+        currencyCode: code,
+        shares: position.shares,
+        dollars: position.dollars,
+        price: ownPrice ?? knownPrice.get(code) ?? 0,
+        traded: traded.has(code),
+      });
+    }
+    visit({ start, assets, tradeOccurred: traded.size > 0 });
+  }
+}
+
+export function portfolioHistory(input: HistoryInput): PortfolioHistoryPoint[] {
+  const points: PortfolioHistoryPoint[] = [];
+  let previousWorth: number | undefined;
+  walkBuckets(input, ({ start, assets, tradeOccurred }) => {
+    let shareBalance = 0;
+    let dollarBalance = 0;
+    for (const asset of assets) {
+      dollarBalance += asset.dollars;
+      if (asset.shares !== 0) shareBalance += asset.shares * asset.price;
     }
     const totalWorth = dollarBalance + shareBalance;
+    const timestamp = new Date(start).toISOString();
     points.push({
-      timestamp: new Date(start).toISOString(),
+      id: Math.floor(start / input.intervalMs),
+      timestamp,
+      lastUpdated: timestamp,
       dollarBalance,
       shareBalance,
       totalWorth,
@@ -133,6 +176,46 @@ export function portfolioHistory(input: HistoryInput): PortfolioHistoryPoint[] {
       tradeOccurred,
     });
     previousWorth = totalWorth;
-  }
+  });
+  return points;
+}
+
+export interface AssetHistoryPoint {
+  currencyCode: string;
+  shares: number;
+  sharesValueInDollars: number;
+  assetWalletDollars: number;
+  valueChange: number;
+  sharesChange: number;
+  tradeOccurred: boolean;
+  lastUpdated: string;
+}
+
+/**
+ * Each holding's history on the same grid and prices as the portfolio's: one point per asset
+ * per bucket from the asset's first change, grouped by bucket (oldest first), then by asset.
+ */
+export function assetHistory(input: HistoryInput): AssetHistoryPoint[] {
+  const points: AssetHistoryPoint[] = [];
+  const previous = new Map<string, { worth: number; shares: number }>();
+  walkBuckets(input, ({ start, assets }) => {
+    const lastUpdated = new Date(start).toISOString();
+    for (const asset of assets) {
+      const sharesValueInDollars = asset.shares === 0 ? 0 : asset.shares * asset.price;
+      const worth = sharesValueInDollars + asset.dollars;
+      const before = previous.get(asset.currencyCode);
+      points.push({
+        currencyCode: asset.currencyCode,
+        shares: asset.shares,
+        sharesValueInDollars,
+        assetWalletDollars: asset.dollars,
+        valueChange: before === undefined ? 0 : worth - before.worth,
+        sharesChange: before === undefined ? 0 : asset.shares - before.shares,
+        tradeOccurred: asset.traded,
+        lastUpdated,
+      });
+      previous.set(asset.currencyCode, { worth, shares: asset.shares });
+    }
+  });
   return points;
 }

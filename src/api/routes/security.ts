@@ -16,7 +16,15 @@ export const apiSecuritySchemes = {
     name: CSRF_HEADER,
     description: 'The value of the `csrf-token` cookie; required from browsers on the upload.',
   },
+  dataBearer: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      'A data-module service token (`platform token create`), passed on by the routes that forward.',
+  },
 } as const;
 
 export const sessionSecurity = [{ sessionCookie: [] }];
+/** Trusted networks need nothing; others send a data-module token with the write scope. */
+export const forwardSecurity: Array<Record<string, string[]>> = [{}, { dataBearer: [] }];
 export const uploadSecurity = [{ sessionCookie: [], csrfToken: [] }];

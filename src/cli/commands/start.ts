@@ -118,8 +118,11 @@ export async function startPlatform(
       options.dataToken = localToken;
     }
   }
-  // Probes and Prometheus need an HTTP port even where no role serves one (a lone worker).
-  if (!handles.some((h) => h.url)) handles.push(await startOpsListener(runtime, [...handles]));
+  // Prometheus needs /metrics where no role's port serves it (a lone worker, an API: its port is
+  // public), and probes need a port where no role serves HTTP at all.
+  if (!handles.some((h) => h.servesMetrics)) {
+    handles.push(await startOpsListener(runtime, [...handles]));
+  }
   await announce(runtime, handles, localToken);
 }
 

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { sql } from 'slonik';
-import { metricsRegistry } from '../metrics.ts';
+import { mountMetricsRoute } from '../metrics.ts';
 import type { RoleHandle } from '../roles.ts';
 import type { Runtime } from '../runtime.ts';
 import { errorHandler } from './errorHandler.ts';
@@ -10,9 +10,10 @@ import { requestContext } from './requestContext.ts';
 import { listen } from './server.ts';
 
 /**
- * Health and metrics for a process that serves no HTTP of its own (a worker started with
- * `--role worker`), on WORKER_METRICS_PORT: /health/live, /health/ready (database reachable and
- * every role's own check), /actuator/health and /metrics, for Prometheus and container probes.
+ * Health and metrics for a process whose roles serve no /metrics of their own (a worker started
+ * with `--role worker`, or an API: its port is public), on WORKER_METRICS_PORT: /health/live,
+ * /health/ready (database reachable and every role's own check), /actuator/health and /metrics,
+ * for Prometheus and container probes.
  */
 export async function startOpsListener(runtime: Runtime, roles: RoleHandle[]): Promise<RoleHandle> {
   const { config } = runtime;
@@ -31,10 +32,7 @@ export async function startOpsListener(runtime: Runtime, roles: RoleHandle[]): P
   app.use(requestContext(service, logger));
   app.use(errorHandler(logger));
   mountHealthRoutes(router, readiness);
-  router.get('/metrics', async (ctx) => {
-    ctx.type = metricsRegistry.contentType;
-    ctx.body = await metricsRegistry.metrics();
-  });
+  mountMetricsRoute(router);
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: false }));
 

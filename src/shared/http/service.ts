@@ -3,7 +3,7 @@ import Koa from 'koa';
 import { koaBody } from 'koa-body';
 import helmet from 'koa-helmet';
 import type { Logger } from '../logger.ts';
-import { metricsRegistry } from '../metrics.ts';
+import { mountMetricsRoute } from '../metrics.ts';
 import { clientAddress, trustsProxies, type ProxyTrust } from './clientAddress.ts';
 import { errorHandler } from './errorHandler.ts';
 import { mountHealthRoutes, Readiness } from './health.ts';
@@ -30,6 +30,11 @@ export interface HttpServiceOptions {
   extend?: (router: Router) => void;
   /** A request not finished within this answers 503 (a dependency hanging). */
   requestTimeoutMs?: number;
+  /**
+   * Serve /metrics here (default true). The API's port is public: its process serves metrics on
+   * the ops listener instead (src/shared/http/opsServer.ts).
+   */
+  metrics?: boolean;
   /** Trusted reverse proxies: a hop count or CIDRs (0 or none: X-Forwarded-* ignored). */
   trustProxy?: ProxyTrust;
 }
@@ -74,10 +79,7 @@ export function createHttpService(options: HttpServiceOptions) {
   });
 
   mountHealthRoutes(router, readiness);
-  router.get('/metrics', async (ctx) => {
-    ctx.type = metricsRegistry.contentType;
-    ctx.body = await metricsRegistry.metrics();
-  });
+  if (options.metrics ?? true) mountMetricsRoute(router);
   mountDocsRoutes(router, options.routes, options.openApi);
   options.extend?.(router);
   options.routes.mount(router);

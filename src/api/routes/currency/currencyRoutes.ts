@@ -1,14 +1,23 @@
 import type { Context } from 'koa';
 import { NotFoundError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
+import { findCurrency } from '../../currencyKeys.ts';
 import type { DataClient } from '../../dataClient.ts';
 import { valueSchema } from '../portfolio/schema.ts';
 import { valueBody, valueQuery } from './schema.ts';
 
-/** shares × current price; 404 for a code without a price. */
-async function assetValue(ctx: Context, data: DataClient, code: string, shares: number) {
-  const quote = await data.currentPrice(code);
-  if (!quote) throw new NotFoundError(`Unknown currency '${code}'`, 'unknown_currency');
+interface ValueRequest {
+  currencyCode?: string;
+  currencyName?: string;
+  shares: number;
+}
+
+/** shares × current price; 404 for a currency without a price. */
+async function assetValue(ctx: Context, data: DataClient, request: ValueRequest) {
+  const key = request.currencyCode ?? request.currencyName ?? '';
+  const quote = await findCurrency(data, key);
+  if (!quote) throw new NotFoundError(`Unknown currency '${key}'`, 'unknown_currency');
+  const { shares } = request;
   ctx.body = { value: shares * quote.value };
 }
 
@@ -29,7 +38,7 @@ export function registerCurrencyRoutes(registry: RouteRegistry, data: DataClient
       operationId: 'assetValue',
       body: valueBody,
       errors: [...common.errors, 403, 415],
-      handler: (ctx, { body }) => assetValue(ctx, data, body.currencyCode, body.shares),
+      handler: (ctx, { body }) => assetValue(ctx, data, body),
     }),
   );
   registry.add(
@@ -38,7 +47,7 @@ export function registerCurrencyRoutes(registry: RouteRegistry, data: DataClient
       method: 'get',
       operationId: 'assetValueByQuery',
       query: valueQuery,
-      handler: (ctx, { query }) => assetValue(ctx, data, query.currencyCode, query.shares),
+      handler: (ctx, { query }) => assetValue(ctx, data, query),
     }),
   );
 }

@@ -5,7 +5,15 @@ import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import type { DataClient } from '../../dataClient.ts';
 import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
-import { currencyListSchema, historyParams, timeValueSchema } from './schema.ts';
+import { findCurrency } from '../../currencyKeys.ts';
+import { performanceOf } from '../../performance.ts';
+import {
+  currencyListSchema,
+  historyParams,
+  performanceParams,
+  performanceSchema,
+  timeValueSchema,
+} from './schema.ts';
 
 // Market data for the web client (the price table and charts of the dashboard), read from the
 // data module with the API's token: browsers never see the data module or its tokens.
@@ -31,6 +39,30 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       handler: async (ctx) => {
         const prices = await deps.data.currentPrices();
         ctx.body = { currencies: [...prices.values()].sort((a, b) => b.value - a.value) };
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/api/currency/performance/{code}',
+      operationId: 'currencyPerformance',
+      summary: 'Up, down or neutral over the last 24 hours (the cards of the older web client)',
+      description:
+        'The current price against the price 24 hours earlier: the `change24h` of /api/currency/all ' +
+        '(same snapshot, same numbers), rounded to two decimals. `neutral` and `0.00%` when there ' +
+        'is no price 24 hours back or the rounded change is zero. The currency by code or name.',
+      tags: ['currency'],
+      params: performanceParams,
+      responses: { 200: { description: 'The rating', schema: performanceSchema } },
+      errors: [404, 503],
+      handler: async (ctx, { params }) => {
+        const currency = await findCurrency(deps.data, params.code);
+        if (!currency) {
+          throw new NotFoundError(`Unknown currency '${params.code}'`, 'unknown_currency');
+        }
+        ctx.body = performanceOf(currency.change24h);
       },
     }),
   );

@@ -1,19 +1,49 @@
 import { z } from 'zod';
 import { dayStatsFields } from '../../../data/routes/currency/schema.ts';
-import { currencyCode, MAX_AMOUNT } from '../portfolio/schema.ts';
+import {
+  currencyCode,
+  currencyKey,
+  currencyName,
+  MAX_AMOUNT,
+  NAME_OR_CODE_ISSUE,
+  nameOrCode,
+  numberOrNumericString,
+} from '../portfolio/schema.ts';
 
 const shares = z.number().min(0).max(MAX_AMOUNT);
 
-export const valueBody = z.object({ currencyCode, shares }).meta({ id: 'AssetValueRequest' });
+export const valueBody = z
+  .object({
+    currencyCode: currencyCode.optional(),
+    currencyName: currencyName.optional().meta({ description: 'Instead of currencyCode' }),
+    shares: numberOrNumericString(shares),
+  })
+  .refine(nameOrCode, NAME_OR_CODE_ISSUE)
+  .meta({ id: 'AssetValueRequest' });
 
-export const valueQuery = z.object({
-  currencyCode,
-  shares: z
-    .string()
-    .regex(/^\d+(\.\d+)?([eE][+-]?\d+)?$/, 'must be a non-negative number')
-    .transform(Number)
-    .pipe(shares),
-});
+export const valueQuery = z
+  .object({
+    currencyCode: currencyCode.optional(),
+    currencyName: currencyName.optional(),
+    shares: z
+      .string()
+      .regex(/^\d+(\.\d+)?([eE][+-]?\d+)?$/, 'must be a non-negative number')
+      .transform(Number)
+      .pipe(shares),
+  })
+  .refine(nameOrCode, NAME_OR_CODE_ISSUE);
+
+export const performanceParams = z.object({ code: currencyKey });
+
+export const performanceSchema = z
+  .object({
+    rating: z.enum(['up', 'down', 'neutral']),
+    changePercent: z.string().meta({
+      description: 'change24h rounded to two decimals with its sign and %; "0.00%" without data',
+      example: '+1.23%',
+    }),
+  })
+  .meta({ id: 'CurrencyPerformance' });
 
 export const displayCurrencySchema = z
   .object({

@@ -1,6 +1,6 @@
 import type { DatabasePool } from 'slonik';
-import { UnprocessableError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
+import { pricedCurrencyOf } from '../../currencyKeys.ts';
 import type { DataClient } from '../../dataClient.ts';
 import {
   applyHoldingDelta,
@@ -52,7 +52,8 @@ export function registerPortfolioRoutes(registry: RouteRegistry, deps: Portfolio
       summary: 'Add shares and/or wallet dollars to a holding (creating it if needed)',
       description:
         'The change is recorded with its time and the currency’s current price, which is also the ' +
-        'acquisition price of added shares. Negative amounts remove; a holding never goes below zero (422).',
+        'acquisition price of added shares. Negative amounts remove; a holding never goes below zero (422). ' +
+        'The currency by `currencyCode` or (older clients) `currencyName`; amounts may be numeric strings.',
       tags: PORTFOLIO_TAG,
       security: sessionSecurity,
       before: [requireUser],
@@ -60,18 +61,11 @@ export function registerPortfolioRoutes(registry: RouteRegistry, deps: Portfolio
       responses: { 200: { description: 'Recorded', schema: successSchema } },
       errors: [401, 403, 415, 422, 503],
       handler: async (ctx, { body }) => {
-        const quote = await deps.data.currentPrice(body.currencyCode);
-        if (!quote) {
-          throw new UnprocessableError(
-            `Unknown currency '${body.currencyCode}' (or it has no price yet)`,
-            'unknown_currency',
-            [{ path: 'body.currencyCode', message: 'not a priced currency' }],
-          );
-        }
+        const quote = await pricedCurrencyOf(deps.data, body);
         const userId = signedInUser(ctx);
         const portfolio = await portfolioOf(deps.pool, userId);
         await applyHoldingDelta(deps.pool, portfolio.id, {
-          currencyCode: body.currencyCode,
+          currencyCode: quote.currencyCode,
           shares: body.shares,
           walletDollars: body.walletDollars,
           price: quote.value,

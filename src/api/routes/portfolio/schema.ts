@@ -8,16 +8,49 @@ export const currencyCode = z
   .transform((code) => code.toUpperCase())
   .meta({ example: 'BTC' });
 
-const amount = z.number().min(-MAX_AMOUNT).max(MAX_AMOUNT);
+/** A currency by its name, as the old web front end names them ("Bitcoin"); case is ignored. */
+export const currencyName = z.string().trim().min(1).max(100).meta({ example: 'Bitcoin' });
+
+/** A path segment naming a currency by code or by name. */
+export const currencyKey = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .meta({ description: 'A currency code (BTC) or name (Bitcoin)', example: 'BTC' });
+
+const NUMERIC = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+/** A JSON number, or a string holding one (the old front end sends form values such as "2"). */
+export function numberOrNumericString(schema: z.ZodNumber) {
+  return z.union([
+    schema,
+    z.string().trim().regex(NUMERIC, 'must be a number').transform(Number).pipe(schema),
+  ]);
+}
+
+const amount = numberOrNumericString(z.number().min(-MAX_AMOUNT).max(MAX_AMOUNT));
+
+/** Either currencyCode or currencyName must be given; the code wins when both are. */
+export const nameOrCode = <T extends { currencyCode?: string; currencyName?: string }>(body: T) =>
+  body.currencyCode !== undefined || body.currencyName !== undefined;
+export const NAME_OR_CODE_ISSUE = {
+  message: 'give currencyCode or currencyName',
+  path: ['currencyCode'],
+};
 
 export const addBody = z
   .object({
-    currencyCode,
+    currencyCode: currencyCode.optional(),
+    currencyName: currencyName.optional().meta({
+      description: 'The currency by name, instead of currencyCode (older clients).',
+    }),
     shares: amount.meta({ description: 'Shares to add; negative removes (never below zero).' }),
     walletDollars: amount.meta({
       description: 'Dollars to add to this asset’s wallet; negative removes (never below zero).',
     }),
   })
+  .refine(nameOrCode, NAME_OR_CODE_ISSUE)
   .meta({ id: 'PortfolioAddRequest' });
 
 export const portfolioAssetSchema = z
@@ -46,7 +79,13 @@ export const portfolioSchema = z
 
 export const portfolioHistorySchema = z
   .object({
+    id: z.number().int().meta({
+      description: 'Number of the bucket on the epoch-aligned grid (increases with time)',
+    }),
     timestamp: z.iso.datetime().meta({ description: 'Start of the bucket' }),
+    lastUpdated: z.iso
+      .datetime()
+      .meta({ description: 'Same as timestamp (older clients read it)' }),
     dollarBalance: z.number(),
     shareBalance: z.number(),
     totalWorth: z.number(),
@@ -63,4 +102,25 @@ export const hasPortfolioSchema = z
 
 export const valueSchema = z.object({ value: z.number() }).meta({ id: 'ValueResponse' });
 
-export const profitParams = z.object({ currencyCode });
+export const profitParams = z.object({ currencyCode: currencyKey });
+
+export const assetParams = z.object({ currencyName: currencyKey });
+
+export const assetHistorySchema = z
+  .object({
+    currencyCode: z.string(),
+    currencyName: z.string(),
+    shares: z.number().meta({ description: 'Shares held at the end of the bucket' }),
+    sharesValueInDollars: z.number().meta({ description: 'shares × the bucket’s price' }),
+    assetWalletDollars: z.number(),
+    valueChange: z.number().meta({
+      description:
+        'sharesValueInDollars + assetWalletDollars minus the asset’s previous point’s (0 first)',
+    }),
+    sharesChange: z
+      .number()
+      .meta({ description: 'shares minus the asset’s previous point’s (0 first)' }),
+    tradeOccurred: z.boolean().meta({ description: 'The holding changed within this bucket' }),
+    lastUpdated: z.iso.datetime().meta({ description: 'Start of the bucket' }),
+  })
+  .meta({ id: 'AssetHistory' });
