@@ -1,7 +1,11 @@
 import type { Task } from 'graphile-worker';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { harvestPrices, type SourceOutcome } from '../src/data/market/harvester.ts';
+import {
+  declareSourceSeries,
+  harvestPrices,
+  type SourceOutcome,
+} from '../src/data/market/harvester.ts';
 import { createPriceSources, type PriceSource } from '../src/data/market/sources/index.ts';
 import { recordHarvest } from '../src/data/prices/recordHarvest.ts';
 import type { Logger } from '../src/shared/logger.ts';
@@ -105,6 +109,7 @@ export function createHarvestTask(
 ): Task {
   const log = runtime.logger.child({ task: HARVEST_TASK });
   const failures = new FailureLog(log);
+  declareSourceSeries(sources);
   let warnedNoCurrencies = false;
   return slotTask(HARVEST_TASK, runtime.logger, async (slot, helpers) => {
     const result = await runHarvestCycle(

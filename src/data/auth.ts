@@ -2,9 +2,19 @@ import type { Context, Next } from 'koa';
 import type { DatabasePool } from 'slonik';
 import { ForbiddenError, UnauthorizedError } from '../shared/errors.ts';
 import { networkMatcher, plainAddress } from '../shared/http/clientAddress.ts';
+import type { HeaderSpec } from '../shared/http/routes.ts';
 import { verifyToken, type Scope } from './tokens/tokenStore.ts';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="data"' };
+
+/** How the guard's 401 answers are documented in /openapi.json. */
+export const challengeHeaders: Record<string, HeaderSpec> = {
+  'WWW-Authenticate': {
+    description:
+      'The bearer challenge: `Bearer realm="data"`, with `error="invalid_token"` for a bad token.',
+    required: true,
+  },
+};
 
 /**
  * Bearer-token guard of the data module. Callers from DATA_TRUSTED_NETWORKS pass without a

@@ -4,7 +4,7 @@ import { Readiness } from '../shared/http/health.ts';
 import { RouteRegistry } from '../shared/http/routes.ts';
 import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
-import { createScopeGuard } from './auth.ts';
+import { challengeHeaders, createScopeGuard } from './auth.ts';
 import { readGates } from './readGates.ts';
 import { DayStatsCache } from './history/dayStats.ts';
 import { readRollupStatus } from './history/rollupState.ts';
@@ -21,7 +21,7 @@ export const DATA_SERVICE_NAME = 'data';
 
 /** Registers every data-module route; later modules (ingest, signals, analysts) add theirs here. */
 export function dataRoutes(runtime: Runtime): RouteRegistry {
-  const registry = new RouteRegistry();
+  const registry = new RouteRegistry({ errorHeaders: { 401: challengeHeaders } });
   const requireScope = createScopeGuard(runtime.pool, runtime.config.DATA_TRUSTED_NETWORKS);
   const gates = readGates(runtime.config);
   const deps = {

@@ -70,25 +70,6 @@ function existing(name: string, type: string, labelNames: readonly string[]) {
 // dashboard (deploy/grafana) can rely on them, and a second definition with other labels fails
 // at start-up instead of at the first observation.
 
-/** Price rows written by bulk ingestion (HTTP bulk route, `platform backfill`), by source. */
-export const ingestRowsInserted = counter(
-  'ingest_rows_inserted_total',
-  'Price rows written by bulk ingestion (backfill, bulk HTTP route, exchange slices).',
-  ['source'],
-);
-/** Rows skipped because that currency and instant were already stored (re-runs are idempotent). */
-export const ingestRowsDuplicate = counter(
-  'ingest_rows_duplicate_total',
-  'Rows skipped by bulk ingestion because the same currency and time was already stored.',
-  ['source'],
-);
-/** Rows refused by bulk ingestion (bad values, unknown codes), by source. */
-export const ingestRowsRejected = counter(
-  'ingest_rows_rejected_total',
-  'Malformed or unknown-currency rows refused by bulk ingestion.',
-  ['source'],
-);
-
 /** Minutes without observation that gap healing filled with an exchange's candle, by source. */
 export const healFilledCandles = counter(
   'heal_filled_candles_total',
@@ -149,18 +130,139 @@ export const workerQueueDepth = gauge(
   ['state'],
 );
 
-/** How far each rollup level trails the raw price data. */
-export const rollupLag = gauge(
+// ---------------------------------------------------------------------------------------------
+// Metrics read at scrape time. Some truths live outside this process's memory: rows a
+// `platform backfill` process loaded (nobody scrapes the CLI), how far the rollups trail (true
+// even while every worker idles), clients connected to a Socket.IO server. Their owners register a
+// reader; each scrape asks every reader of the metric and shows what they answer, nothing else.
+
+/** One sample a scrape-time reader reports. */
+export interface ScrapeSample {
+  labels: Record<string, string>;
+  value: number;
+}
+type ScrapeReader = () => Promise<ScrapeSample[]> | ScrapeSample[];
+
+const scrapeReaders = new Map<string, Set<ScrapeReader>>();
+
+/**
+ * Reads `name` from `read` at every scrape, until the returned function is called. `read` should
+ * answer [] when it cannot tell (the database is away): the metric then has no sample, which
+ * Prometheus shows as absent rather than as a made-up value; a throw counts the same.
+ */
+export function readAtScrape(name: string, read: ScrapeReader): () => void {
+  if (!metricsRegistry.getSingleMetric(name))
+    throw new Error(`${name} is not a scrape-time metric`);
+  const readers = scrapeReaders.get(name) ?? new Set();
+  scrapeReaders.set(name, readers);
+  readers.add(read);
+  return () => {
+    readers.delete(read);
+  };
+}
+
+/**
+ * Asks every reader of `name` and combines their samples by label set: summed (clients of several
+ * servers in one process) or the largest (several readers of the same database, as in tests or
+ * `--role all`, must not count it twice).
+ */
+async function scrapeSamples(name: string, combine: 'sum' | 'max'): Promise<ScrapeSample[]> {
+  const readers = [...(scrapeReaders.get(name) ?? [])];
+  const answers = await Promise.all(
+    readers.map(async (read) => {
+      try {
+        return await read();
+      } catch {
+        return [];
+      }
+    }),
+  );
+  const combined = new Map<string, ScrapeSample>();
+  for (const sample of answers.flat()) {
+    const key = JSON.stringify(Object.entries(sample.labels).sort());
+    const known = combined.get(key);
+    if (!known) combined.set(key, { labels: sample.labels, value: sample.value });
+    else if (combine === 'sum') known.value += sample.value;
+    else known.value = Math.max(known.value, sample.value);
+  }
+  return [...combined.values()];
+}
+
+function scrapeGauge<L extends string>(
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  combine: 'sum' | 'max',
+) {
+  return new Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [metricsRegistry],
+    async collect() {
+      const samples = await scrapeSamples(name, combine);
+      this.reset();
+      for (const sample of samples)
+        this.set(sample.labels as Partial<Record<L, string>>, sample.value);
+    },
+  });
+}
+
+/** A counter whose running total is kept elsewhere (a table), read at each scrape. */
+function scrapeCounter<L extends string>(name: string, help: string, labelNames: readonly L[]) {
+  return new Counter({
+    name,
+    help,
+    labelNames,
+    registers: [metricsRegistry],
+    async collect() {
+      const samples = await scrapeSamples(name, 'max');
+      this.reset();
+      for (const sample of samples)
+        this.inc(sample.labels as Partial<Record<L, string>>, sample.value);
+    },
+  });
+}
+
+/**
+ * Rows bulk ingestion wrote, found already stored, or refused, by source: every path (HTTP bulk
+ * route, `platform backfill`, worker imports, exchange slices, gap healing), whatever process ran
+ * it. Totals kept in the database (sql/0190_ingest_row_totals.sql) and served by every data module
+ * instance: aggregate instances with max(), not sum().
+ */
+export const ingestRowsInserted = scrapeCounter(
+  'ingest_rows_inserted_total',
+  'Price rows written by bulk ingestion (bulk HTTP route, backfill, imports, exchange slices, healing), from the database.',
+  ['source'],
+);
+export const ingestRowsDuplicate = scrapeCounter(
+  'ingest_rows_duplicate_total',
+  'Rows skipped by bulk ingestion because the same currency and time was already stored, from the database.',
+  ['source'],
+);
+export const ingestRowsRejected = scrapeCounter(
+  'ingest_rows_rejected_total',
+  'Malformed or unknown-currency rows refused by bulk ingestion, from the database.',
+  ['source'],
+);
+
+/**
+ * How long the oldest price data a rollup level should already reflect has waited for it (0 when
+ * the level is up to date), read from the database by every worker: aggregate with max().
+ */
+export const rollupLag = scrapeGauge(
   'rollup_lag_seconds',
-  'Age of the newest raw data not yet reflected in each rollup level.',
+  'Seconds the oldest raw data due in each rollup level has waited for it (0: up to date).',
   ['level'],
+  'max',
 );
 
 /** Socket.IO clients connected to this process, by namespace. */
-export const socketioConnectedClients = gauge(
+export const socketioConnectedClients = scrapeGauge(
   'socketio_connected_clients',
   'Socket.IO clients connected to this process, by namespace.',
   ['namespace'],
+  'sum',
 );
 
 /** GET /metrics: this process's registry in Prometheus' text format. */

@@ -1,3 +1,5 @@
+import { readRollupLag } from '../data/history/rollupLag.ts';
+import { readAtScrape } from '../shared/metrics.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { startHeartbeat } from './heartbeat.ts';
@@ -7,17 +9,20 @@ type RoleStarter = (runtime: Runtime) => Promise<RoleHandle>;
 
 /**
  * What every worker process does beside running jobs: a heartbeat in worker_heartbeats (doctor's
- * and readiness's "is a worker alive") and the worker_queue_depth gauge. Wraps the worker role so
- * the role itself stays about jobs.
+ * and readiness's "is a worker alive"), the worker_queue_depth gauge and rollup_lag_seconds (the
+ * rollups the worker keeps fresh, read at scrape time). Wraps the worker role so the role itself
+ * stays about jobs.
  */
 export function withWorkerOperations(startRole: RoleStarter): RoleStarter {
   return async (runtime) => {
     const heartbeat = await startHeartbeat(runtime.pool, runtime.logger);
     const sampler = startQueueDepthSampler(runtime.pool, runtime.logger);
+    const stopLag = exposeRollupLag(runtime);
     let role: RoleHandle;
     try {
       role = await startRole(runtime);
     } catch (error) {
+      stopLag();
       await Promise.allSettled([sampler.stop(), heartbeat.stop()]);
       throw error;
     }
@@ -29,6 +34,7 @@ export function withWorkerOperations(startRole: RoleStarter): RoleStarter {
           await role.stop(graceMs);
         } finally {
           stopped = true;
+          stopLag();
           await Promise.allSettled([sampler.stop(), heartbeat.stop()]);
         }
       },
@@ -39,4 +45,21 @@ export function withWorkerOperations(startRole: RoleStarter): RoleStarter {
       },
     };
   };
+}
+
+/** rollup_lag_seconds from the database at every scrape; a failing read is logged once a streak. */
+function exposeRollupLag(runtime: Runtime): () => void {
+  let failing = false;
+  return readAtScrape('rollup_lag_seconds', async () => {
+    try {
+      const samples = await readRollupLag(runtime.pool, runtime.config.ROLLUP_SETTLE_SECONDS);
+      failing = false;
+      return samples;
+    } catch (error) {
+      if (!failing)
+        runtime.logger.warn({ err: error }, 'could not read the rollup lag for /metrics');
+      failing = true;
+      return [];
+    }
+  });
 }

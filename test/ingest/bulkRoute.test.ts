@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
+import { exposeIngestTotals } from '../../src/data/ingest/totals.ts';
 import { createDataService } from '../../src/data/service.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import type { RunningServer } from '../../src/shared/http/server.ts';
@@ -12,6 +13,7 @@ let runtime: TestRuntime;
 let server: RunningServer;
 let writeToken: string;
 let readToken: string;
+let stopTotals: () => void;
 
 beforeAll(async () => {
   runtime = await createTestRuntime({
@@ -22,9 +24,12 @@ beforeAll(async () => {
   writeToken = (await createToken(runtime.pool, 'loader', ['write'])).token;
   readToken = (await createToken(runtime.pool, 'reader', ['read'])).token;
   server = await serve(createDataService(runtime).app);
+  // What the data role does at start: the ingest totals in its /metrics.
+  stopTotals = exposeIngestTotals(runtime.pool, runtime.logger);
 });
 
 afterAll(async () => {
+  stopTotals();
   await server.close();
   await runtime.dispose();
 });
@@ -205,7 +210,7 @@ describe('POST /data/prices/bulk', () => {
     expect(fits.body).toMatchObject({ received: 1000, inserted: 1000 });
   });
 
-  test('counts rows in the ingest metrics, by source', async () => {
+  test('counts rows in the ingest metrics, by source, from the database', async () => {
     const { text } = await getJson(`${server.url}/metrics`);
     expect(text).toMatch(/ingest_rows_inserted_total\{source="bulk"\} [1-9]/);
     expect(text).toMatch(/ingest_rows_duplicate_total\{source="bulk"\} [1-9]/);

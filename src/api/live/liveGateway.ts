@@ -5,7 +5,7 @@ import { Server, type DefaultEventsMap, type Namespace, type Socket } from 'sock
 import type { z } from 'zod';
 import { allowedOrigins } from '../../shared/config.ts';
 import { createPgPool } from '../../shared/db/pool.ts';
-import { counter, gauge } from '../../shared/metrics.ts';
+import { counter, gauge, readAtScrape } from '../../shared/metrics.ts';
 import type { Runtime } from '../../shared/runtime.ts';
 import type { DataClient } from '../dataClient.ts';
 import type { Portfolio } from '../portfolio/valuation.ts';
@@ -92,6 +92,7 @@ export class LiveGateway {
   private readonly batchRooms = new BatchRooms();
   private pendingBatch = new Map<string, LivePrice>();
   private batchScheduled = false;
+  private stopCountingClients: (() => void) | undefined;
 
   constructor(runtime: Runtime, options: LiveGatewayOptions) {
     this.runtime = runtime;
@@ -164,6 +165,10 @@ export class LiveGateway {
     });
     this.io = io;
     this.nsp = nsp;
+    // socketio_connected_clients: this server's own sockets, counted when Prometheus asks.
+    this.stopCountingClients = readAtScrape('socketio_connected_clients', () => [
+      { labels: { namespace: LIVE_NAMESPACE }, value: nsp.sockets.size },
+    ]);
 
     this.feed = new PriceFeed({
       databaseUrl: config.DATABASE_URL,
@@ -238,6 +243,8 @@ export class LiveGateway {
     const nsp = this.nsp;
     this.io = undefined;
     this.nsp = undefined;
+    this.stopCountingClients?.();
+    this.stopCountingClients = undefined;
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     this.prices.close();

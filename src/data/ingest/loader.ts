@@ -6,8 +6,8 @@ import { markTouchedRangesOnClient } from '../prices/invalidations.ts';
 import type { TouchedRange } from '../prices/invalidations.ts';
 import { candleProblem, latestAcceptedMicros } from './candleValidation.ts';
 import { BinaryCopyEncoder, COPY_COLUMNS } from './copyEncoder.ts';
-import { ingestMetrics } from './metrics.ts';
 import { RangeTracker } from './rangeTracker.ts';
+import { addIngestTotals } from './totals.ts';
 import { lockUnit, recordedUnit, recordUnit, type RecordedUnit } from './unitStore.ts';
 import {
   MAX_KEPT_REJECTIONS,
@@ -96,7 +96,9 @@ export async function loadUnit(
       path ??= (await overlapsStoredRows(client, unit.expected)) ? 'merge' : 'direct';
       const result = await loadOnce(client, unit, path, options, progress.report);
       await client.query(result.status === 'loaded' ? 'COMMIT' : 'ROLLBACK');
-      if (result.status !== 'skipped') countMetrics(unit.source, result);
+      // A loaded unit's counts committed with it (loadOnce); a rejected one's refused rows
+      // count too, though nothing of it was written.
+      if (result.status === 'rejected') await addIngestTotals(client, unit.source, result);
       if (result.status === 'rejected' && recorded) {
         result.error = `${result.error ?? 'rejected'}; the rows an earlier load of it stored stay`;
       }
@@ -182,6 +184,7 @@ async function loadOnce(
       path,
     });
   }
+  await addIngestTotals(client, unit.source, result);
   return result;
 }
 
@@ -319,12 +322,6 @@ function progressTap(onProgress?: (rows: number, bytes: number) => void) {
       bytes = 0;
     },
   };
-}
-
-function countMetrics(source: string, result: UnitResult) {
-  ingestMetrics.inserted.inc({ source }, result.inserted);
-  ingestMetrics.duplicates.inc({ source }, result.duplicates);
-  ingestMetrics.rejected.inc({ source }, result.rejected);
 }
 
 export function emptyResult(label: string, status: UnitResult['status']): UnitResult {

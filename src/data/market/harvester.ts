@@ -1,6 +1,11 @@
 import { counter, gauge, histogram } from '../../shared/metrics.ts';
 import type { HarvestedPrice } from '../prices/recordHarvest.ts';
-import { SourceError, type PriceRequest, type PriceSource } from './sources/index.ts';
+import {
+  SOURCE_FAILURES,
+  SourceError,
+  type PriceRequest,
+  type PriceSource,
+} from './sources/index.ts';
 
 const fetchErrors = counter(
   'harvest_source_fetch_errors_total',
@@ -18,6 +23,16 @@ const fetchDuration = histogram(
   ['source'],
   [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
 );
+
+/**
+ * Starts every source's fetch-error series at 0, so rate() and increase() over them answer 0
+ * rather than nothing until a source first fails.
+ */
+export function declareSourceSeries(sources: PriceSource[]): void {
+  for (const source of sources) {
+    for (const reason of SOURCE_FAILURES) fetchErrors.inc({ source: source.name, reason }, 0);
+  }
+}
 
 export interface SourceOutcome {
   source: string;

@@ -2,6 +2,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type {
+  ZodOpenApiHeadersObject,
   ZodOpenApiOperationObject,
   ZodOpenApiPathsObject,
   ZodOpenApiResponseObject,
@@ -15,11 +16,18 @@ import { UnsupportedMediaTypeError, ValidationError, type ErrorDetail } from '..
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
+/** A response header: what it carries, and whether every such response sends it. */
+export interface HeaderSpec {
+  description: string;
+  required?: boolean;
+}
+
 export interface ResponseSpec {
   description: string;
   schema?: z.ZodType;
-  contentType?: string;
-  headers?: Record<string, string>;
+  /** Media type(s) of the body, each with `schema`; JSON unless said otherwise. */
+  contentType?: string | string[];
+  headers?: Record<string, HeaderSpec>;
 }
 
 type AnyObject = z.ZodType<Record<string, unknown>>;
@@ -54,6 +62,7 @@ export interface RouteSpec<
   responses: Record<number, ResponseSpec>;
   /** Error statuses this route can answer with (each documented with the error body). */
   errors?: number[];
+  /** Credentials the route needs; none (a public route) unless given. */
   security?: Array<Record<string, string[]>>;
   /** Middleware run before validation (authentication, rate limits). */
   before?: Array<(ctx: Context, next: () => Promise<unknown>) => Promise<unknown>>;
@@ -90,6 +99,55 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   429: 'Rate-limited; see Retry-After.',
   503: 'A dependency (database, data module) is unavailable, or the server is too busy for this now (see Retry-After).',
 };
+
+/** Headers the error mapper sends with some statuses (src/shared/errors.ts, errorHandler.ts). */
+const ERROR_HEADERS: Record<number, Record<string, HeaderSpec>> = {
+  429: {
+    'Retry-After': { description: 'Seconds to wait before trying again.', required: true },
+  },
+  503: {
+    'Retry-After': {
+      description:
+        'Seconds to wait before trying again, when the answer is expected to change soon (a database back, load shed).',
+    },
+  },
+};
+
+export interface RouteRegistryOptions {
+  /** Headers this service adds to error responses, by status (e.g. a 401's challenge). */
+  errorHeaders?: Record<number, Record<string, HeaderSpec>>;
+}
+
+function headersObject(headers: Record<string, HeaderSpec>): ZodOpenApiHeadersObject {
+  return Object.fromEntries(
+    Object.entries(headers).map(([name, header]) => [
+      name,
+      {
+        description: header.description,
+        required: header.required ?? false,
+        schema: { type: 'string' },
+      },
+    ]),
+  );
+}
+
+function responseObject(
+  description: string,
+  content: Record<string, z.ZodType> | undefined,
+  headers: Record<string, HeaderSpec>,
+): ZodOpenApiResponseObject {
+  return {
+    description,
+    ...(content
+      ? {
+          content: Object.fromEntries(
+            Object.entries(content).map(([type, schema]) => [type, { schema }]),
+          ),
+        }
+      : {}),
+    ...(Object.keys(headers).length > 0 ? { headers: headersObject(headers) } : {}),
+  };
+}
 
 export function defineRoute<
   P extends AnyObject,
@@ -153,6 +211,12 @@ function toRouterPath(openApiPath: string): string {
 export class RouteRegistry {
   readonly routes: RouteSpec[] = [];
 
+  private readonly options: RouteRegistryOptions;
+
+  constructor(options: RouteRegistryOptions = {}) {
+    this.options = options;
+  }
+
   private readonly rawBodyRoutes: Array<{ method: string; pattern: RegExp }> = [];
 
   add<P extends AnyObject, Q extends AnyObject, B extends z.ZodType, H extends HeaderObject>(
@@ -207,32 +271,32 @@ export class RouteRegistry {
     for (const spec of this.routes) {
       const responses: Record<string, ZodOpenApiResponseObject> = {};
       for (const [status, response] of Object.entries(spec.responses)) {
-        responses[status] = {
-          description: response.description,
-          ...(response.schema
-            ? {
-                content: {
-                  [response.contentType ?? 'application/json']: { schema: response.schema },
-                },
-              }
-            : {}),
-        };
+        const types = [response.contentType ?? 'application/json'].flat();
+        responses[status] = responseObject(
+          response.description,
+          response.schema
+            ? Object.fromEntries(types.map((type) => [type, response.schema!]))
+            : undefined,
+          response.headers ?? {},
+        );
       }
       for (const status of new Set([
         ...(spec.body || spec.query || spec.params ? [400] : []),
         ...(spec.errors ?? []),
       ])) {
-        responses[String(status)] ??= {
-          description: ERROR_DESCRIPTIONS[status] ?? 'Error',
-          content: { 'application/json': { schema: errorBodySchema } },
-        };
+        responses[String(status)] ??= responseObject(
+          ERROR_DESCRIPTIONS[status] ?? 'Error',
+          { 'application/json': errorBodySchema },
+          { ...ERROR_HEADERS[status], ...this.options.errorHeaders?.[status] },
+        );
       }
       const operation: ZodOpenApiOperationObject = {
         operationId: spec.operationId,
         summary: spec.summary,
         ...(spec.description ? { description: spec.description } : {}),
         tags: spec.tags,
-        ...(spec.security ? { security: spec.security } : {}),
+        // An empty list says so explicitly: no credentials, whatever a document default says.
+        security: spec.security ?? [],
         requestParams: {
           ...(spec.params ? { path: spec.params as never } : {}),
           ...(spec.query ? { query: spec.query as never } : {}),

@@ -7,7 +7,7 @@ import { mountMetricsRoute } from '../metrics.ts';
 import { clientAddress, trustsProxies, type ProxyTrust } from './clientAddress.ts';
 import { errorHandler } from './errorHandler.ts';
 import { mountHealthRoutes, Readiness } from './health.ts';
-import { mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
+import { buildOpenApiDocument, mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
 import { requestAbort } from './requestAbort.ts';
 import { requestContext } from './requestContext.ts';
 import { requestDeadline } from './requestDeadline.ts';
@@ -90,5 +90,11 @@ export function createHttpService(options: HttpServiceOptions) {
     options.logger.debug({ err: error }, 'koa error event');
   });
 
-  return { app, router, readiness };
+  return {
+    app,
+    router,
+    readiness,
+    /** The service's OpenAPI document, as /openapi.json serves it. */
+    openApiDocument: () => buildOpenApiDocument(options.routes, options.openApi),
+  };
 }

@@ -6,7 +6,7 @@ import { createSimulatedSource } from './simulated.ts';
 import type { PriceSource } from './types.ts';
 
 export type { PriceRequest, PriceSource } from './types.ts';
-export { SourceError } from './types.ts';
+export { SOURCE_FAILURES, SourceError } from './types.ts';
 
 /** MARKET_SOURCE as a list of names, in order of preference. */
 export function marketSourceNames(config: Pick<Config, 'MARKET_SOURCE'>): MarketSourceName[] {

@@ -20,15 +20,17 @@ export interface PriceSource {
   fetchPrices(request: PriceRequest): Promise<Map<string, number>>;
 }
 
-export type SourceFailure =
-  | 'timeout'
-  | 'network'
-  | 'http'
-  | 'rate_limited'
-  | 'cooling_down'
-  | 'malformed'
-  | 'exchange_error'
-  | 'aborted';
+export const SOURCE_FAILURES = [
+  'timeout',
+  'network',
+  'http',
+  'rate_limited',
+  'cooling_down',
+  'malformed',
+  'exchange_error',
+  'aborted',
+] as const;
+export type SourceFailure = (typeof SOURCE_FAILURES)[number];
 
 /** Why a source priced nothing this cycle; `reason` labels the fetch-errors metric. */
 export class SourceError extends Error {

@@ -103,7 +103,7 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
         200: {
           description: 'CSV with a header line (or NDJSON with format=ndjson), ascending',
           schema: z.string(),
-          contentType: 'text/csv',
+          contentType: ['text/csv', 'application/x-ndjson'],
         },
       },
       errors: [401, 403, 404, 503],

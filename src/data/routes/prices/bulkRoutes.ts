@@ -5,7 +5,6 @@ import { candleProblem, latestAcceptedMicros } from '../../ingest/candleValidati
 import { CodeResolver } from '../../ingest/codes.ts';
 import { knownCurrencyCodes, pooledConnection } from '../../ingest/connection.ts';
 import { loadUnit } from '../../ingest/loader.ts';
-import { ingestMetrics } from '../../ingest/metrics.ts';
 import { RangeTracker } from '../../ingest/rangeTracker.ts';
 import { candleFromObject } from '../../ingest/readers/lineParsers.ts';
 import { TimeParser } from '../../ingest/timeParsing.ts';
@@ -76,8 +75,18 @@ export function registerPriceBulkRoutes(registry: RouteRegistry, deps: PriceBulk
             kind: 'file',
             label: 'request',
             source: 'bulk',
+            // The refused items go along so the ingest totals count them with the rest.
             rows: async function* () {
-              yield { file: 'request', candles, rejections: [], bytes: 0 };
+              yield {
+                file: 'request',
+                candles,
+                rejections: rejections.map((r) => ({
+                  file: 'request',
+                  line: r.index,
+                  reason: r.message,
+                })),
+                bytes: 0,
+              };
             },
             expected: tracker.spans().map((s) => ({
               code: s.code,
@@ -85,7 +94,6 @@ export function registerPriceBulkRoutes(registry: RouteRegistry, deps: PriceBulk
               to: new Date(Math.ceil(s.toUs / 1000)),
             })),
           });
-          ingestMetrics.rejected.inc({ source: 'bulk' }, rejections.length);
           ctx.body = {
             received: body.length,
             accepted: result.inserted,

@@ -16,28 +16,20 @@ export const bulkCandleSchema = z
     close: number,
     volume: number.optional(),
   })
-  .meta({ title: 'Candle' });
+  .meta({ id: 'BulkCandle', title: 'Candle' });
 
 export const bulkTickSchema = z
   .object({ code: z.string().meta({ example: 'BTC' }), time, price: number })
-  .meta({ title: 'Tick' });
+  .meta({ id: 'BulkTick', title: 'Tick' });
 
 /**
- * The body is validated item by item in the handler (a bad item is reported, not fatal), so the
- * route only checks it is an array; the documentation shows what each item should be.
+ * The body is validated item by item in the handler (a bad item is reported, not fatal) and the
+ * route reads its own stream, so this schema only documents what each item should be.
  */
-export const bulkBodySchema = z.array(z.unknown()).meta({
+export const bulkBodySchema = z.array(z.union([bulkCandleSchema, bulkTickSchema])).meta({
   description:
     'Candles {code, time, open, high, low, close, volume?} or ticks {code, time, price}, as a JSON ' +
     'array or NDJSON (one object per line).',
-  override: ({ jsonSchema }) => {
-    jsonSchema.items = {
-      anyOf: [
-        { $ref: '#/components/schemas/BulkCandle' },
-        { $ref: '#/components/schemas/BulkTick' },
-      ],
-    };
-  },
 });
 
 export const bulkResultSchema = z
