@@ -1,5 +1,6 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
+import { assertHoldingWithinBounds, valueOfShares } from '../../shared/amounts.ts';
 import { UnprocessableError } from '../../shared/errors.ts';
 
 // Holdings and the timeline of their changes. A change is recorded with its time and the price
@@ -126,10 +127,11 @@ export async function applyHoldingDelta(
     `);
     const shares = settle(held.shares, delta.shares, 'shares');
     const dollars = settle(held.walletDollars, delta.walletDollars, 'wallet dollars');
+    assertHoldingWithinBounds(shares, dollars);
     // Bought shares cost what they are worth now; removed ones take their share of the cost.
     const costBasis =
       delta.shares >= 0
-        ? held.costBasis + delta.shares * delta.price
+        ? held.costBasis + valueOfShares(delta.shares, delta.price)
         : held.shares > 0
           ? held.costBasis * (shares / held.shares)
           : 0;

@@ -1,3 +1,4 @@
+import { priceProblem, volumeProblem } from '../../shared/amounts.ts';
 import type { Candle } from './types.ts';
 
 /**
@@ -5,10 +6,6 @@ import type { Candle } from './types.ts';
  * wins over later observations: a "price" for a coming minute would replace the real one.
  */
 export const DEFAULT_MAX_FUTURE_SECONDS = 60;
-
-/** Bounds keeping price × shares and sums of volumes finite in every later arithmetic. */
-export const MAX_PRICE = 1e12;
-export const MAX_VOLUME = 1e18;
 
 /** Latest candle time accepted; later times are wrong units, typos or forgeries. */
 export function latestAcceptedMicros(
@@ -26,13 +23,13 @@ export function latestAcceptedMicros(
 export function candleProblem(c: Candle, latestMicros: number): string | null {
   if (!Number.isFinite(c.timeUs) || c.timeUs < 0) return 'time is before 1970';
   if (c.timeUs > latestMicros) return 'time is in the future';
-  if (!(c.open > 0 && c.high > 0 && c.low > 0 && c.close > 0)) {
-    return 'prices must be positive numbers';
-  }
-  if (!Number.isFinite(c.open + c.high + c.low + c.close)) return 'prices must be finite';
-  if (Math.max(c.open, c.high, c.low, c.close) > MAX_PRICE) return `prices must be ≤ ${MAX_PRICE}`;
-  if (!(c.volume >= 0) || !Number.isFinite(c.volume)) return 'volume must be a number ≥ 0';
-  if (c.volume > MAX_VOLUME) return `volume must be ≤ ${MAX_VOLUME}`;
+  const problem =
+    priceProblem(c.open) ??
+    priceProblem(c.high) ??
+    priceProblem(c.low) ??
+    priceProblem(c.close) ??
+    volumeProblem(c.volume);
+  if (problem) return problem;
   if (c.high < c.low) return 'high is below low';
   if (c.open > c.high || c.close > c.high) return 'open or close is above high';
   if (c.open < c.low || c.close < c.low) return 'open or close is below low';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { signedPrice } from '../../shared/amounts.ts';
 
 // Field types shared by the signal inputs. They refuse what the database would refuse later
 // (NUL characters and lone surrogates in text, integers beyond int4), so bad input is a 400 that
@@ -41,8 +42,8 @@ export function boundedNumber(limit: number) {
 /** Sentiment scores are a few units at most (VADER: -1..1); the bound only catches garbage. */
 export const score = boundedNumber(1e6);
 
-/** Prices and price differences in USD. */
-export const price = boundedNumber(1e12);
+/** Prices and price differences in USD (bounded in src/shared/amounts.ts). */
+export const price = signedPrice;
 
 /** A count stored as int4. */
 export const count = z.number().int().min(0).max(INT4_MAX);

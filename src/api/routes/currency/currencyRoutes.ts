@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { valueOfShares } from '../../../shared/amounts.ts';
 import { NotFoundError } from '../../../shared/errors.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { findCurrency } from '../../currencyKeys.ts';
@@ -18,7 +19,7 @@ async function assetValue(ctx: Context, data: DataClient, request: ValueRequest)
   const quote = await findCurrency(data, key);
   if (!quote) throw new NotFoundError(`Unknown currency '${key}'`, 'unknown_currency');
   const { shares } = request;
-  ctx.body = { value: shares * quote.value };
+  ctx.body = { value: valueOfShares(shares, quote.value) };
 }
 
 const common = {

@@ -1,16 +1,16 @@
 import { z } from 'zod';
+import { shareCount } from '../../../shared/amounts.ts';
 import { dayStatsFields } from '../../../data/routes/currency/schema.ts';
 import {
   currencyCode,
   currencyKey,
   currencyName,
-  MAX_AMOUNT,
   NAME_OR_CODE_ISSUE,
   nameOrCode,
   numberOrNumericString,
 } from '../portfolio/schema.ts';
 
-const shares = z.number().min(0).max(MAX_AMOUNT);
+const shares = shareCount;
 
 export const valueBody = z
   .object({

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-
-export const MAX_AMOUNT = 1e12;
+import { dollarsDelta, sharesDelta } from '../../../shared/amounts.ts';
 
 export const currencyCode = z
   .string()
@@ -29,7 +28,8 @@ export function numberOrNumericString(schema: z.ZodNumber) {
   ]);
 }
 
-const amount = numberOrNumericString(z.number().min(-MAX_AMOUNT).max(MAX_AMOUNT));
+const shares = numberOrNumericString(sharesDelta);
+const dollars = numberOrNumericString(dollarsDelta);
 
 /** Either currencyCode or currencyName must be given; the code wins when both are. */
 export const nameOrCode = <T extends { currencyCode?: string; currencyName?: string }>(body: T) =>
@@ -45,8 +45,8 @@ export const addBody = z
     currencyName: currencyName.optional().meta({
       description: 'The currency by name, instead of currencyCode (older clients).',
     }),
-    shares: amount.meta({ description: 'Shares to add; negative removes (never below zero).' }),
-    walletDollars: amount.meta({
+    shares: shares.meta({ description: 'Shares to add; negative removes (never below zero).' }),
+    walletDollars: dollars.meta({
       description: 'Dollars to add to this asset’s wallet; negative removes (never below zero).',
     }),
   })

@@ -1,3 +1,5 @@
+import { priceProblem } from '../../../shared/amounts.ts';
+
 /** One request for current prices: which currencies, for which instant, until when. */
 export interface PriceRequest {
   /** Currency codes wanted (upper case, as in the currencies table). */
@@ -44,10 +46,10 @@ export class SourceError extends Error {
   }
 }
 
-/** A price as exchanges send it (a decimal string or number): finite and positive, else null. */
+/** A price as exchanges send it (a decimal string or number): positive and within MAX_PRICE, else null. */
 export function positivePrice(value: unknown): number | null {
   const price = typeof value === 'string' ? Number(value) : value;
-  return typeof price === 'number' && Number.isFinite(price) && price > 0 ? price : null;
+  return typeof price === 'number' && priceProblem(price) === null ? price : null;
 }
 
 /** What every exchange adapter is configured with. */
