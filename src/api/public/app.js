@@ -11,7 +11,7 @@ const $ = (selector) => document.querySelector(selector);
 const state = {
   signedIn: false,
   account: null,
-  currencies: new Map(), // code → { name, value, first, timestamp }
+  currencies: new Map(), // code → { name, logoUrl, value, timestamp, open24h, change24h, … }
   chartCode: null,
   chartRange: { hours: 1, intervalSeconds: 60 },
   socket: null,
@@ -128,7 +128,7 @@ function applyPrice({ code, value, timestamp }, live) {
   const entry = state.currencies.get(code);
   if (!entry) return;
   const before = entry.value;
-  entry.value = value;
+  withPrice(entry, value);
   entry.timestamp = timestamp;
   const row = document.querySelector(`#price-table tr[data-code="${code}"]`);
   if (row) {
@@ -142,10 +142,41 @@ function applyPrice({ code, value, timestamp }, live) {
   }
 }
 
+// A live price keeps the 24-hour statistics of the last snapshot current: the change is taken
+// against the same opening price the API used (its change24h), high and low widen.
+function withPrice(entry, value) {
+  entry.value = value;
+  if (entry.open24h) entry.change24h = ((value - entry.open24h) / entry.open24h) * 100;
+  if (entry.high24h !== null) entry.high24h = Math.max(entry.high24h, value);
+  if (entry.low24h !== null) entry.low24h = Math.min(entry.low24h, value);
+}
+
 function renderChange(cell, entry) {
-  const change = ((entry.value - entry.first) / entry.first) * 100;
-  cell.textContent = percent(change);
+  const change = entry.change24h;
+  cell.textContent = change === null ? '—' : percent(change);
   cell.className = `num change ${change > 0 ? 'up' : change < 0 ? 'down' : ''}`;
+}
+
+// The currency's icon (served by the API at its logoUrl); its initial when the picture fails.
+function logo(entry, code) {
+  const img = document.createElement('img');
+  img.className = 'logo';
+  img.alt = '';
+  img.width = 22;
+  img.height = 22;
+  img.loading = 'lazy';
+  img.addEventListener('error', () => img.replaceWith(glyph(code)), { once: true });
+  if (entry.logoUrl) img.src = entry.logoUrl;
+  else return glyph(code);
+  return img;
+}
+
+function glyph(code) {
+  const span = document.createElement('span');
+  span.className = 'logo logo-glyph';
+  span.setAttribute('aria-hidden', 'true');
+  span.textContent = code.slice(0, 1);
+  return span;
 }
 
 function renderPriceTable() {
@@ -157,17 +188,22 @@ function renderPriceTable() {
     row.tabIndex = 0;
     row.title = `Chart ${entry.name}`;
     const name = document.createElement('td');
-    name.innerHTML = '<span class="code"></span><span class="name"></span>';
+    name.innerHTML =
+      '<div class="currency"><span class="names"><span class="code"></span><span class="name"></span></span></div>';
     name.querySelector('.code').textContent = code;
     name.querySelector('.name').textContent = entry.name;
+    name.firstElementChild.prepend(logo(entry, code));
     const value = document.createElement('td');
     value.className = 'num value';
     value.textContent = price(entry.value);
     const change = document.createElement('td');
     renderChange(change, entry);
     row.append(name, value, change);
-    row.addEventListener('click', () => selectChart(code));
-    row.addEventListener('keydown', (e) => e.key === 'Enter' && selectChart(code));
+    row.addEventListener('click', () => selectChart(code, { reveal: true }));
+    row.addEventListener(
+      'keydown',
+      (e) => e.key === 'Enter' && selectChart(code, { reveal: true }),
+    );
     body.append(row);
   }
   $('#prices-empty').hidden = state.currencies.size > 0;
@@ -200,7 +236,17 @@ async function loadCurrencies() {
   state.currencies = new Map(
     currencies.map((c) => [
       c.currencyCode,
-      { name: c.currencyName, value: c.value, first: c.value, timestamp: c.lastUpdated },
+      {
+        name: c.currencyName,
+        logoUrl: c.logoUrl,
+        value: c.value,
+        timestamp: c.lastUpdated,
+        open24h: c.open24h ?? null,
+        high24h: c.high24h ?? null,
+        low24h: c.low24h ?? null,
+        volume24h: c.volume24h ?? null,
+        change24h: c.change24h ?? null,
+      },
     ]),
   );
   renderPriceTable();
@@ -211,7 +257,8 @@ async function loadCurrencies() {
 
 const chart = new PriceChart($('#chart'));
 
-async function selectChart(code) {
+/** `reveal`: a person picked it from the list; on a phone, bring the chart into view. */
+async function selectChart(code, { reveal = false } = {}) {
   state.chartCode = code;
   $('#chart-code').value = code;
   const entry = state.currencies.get(code);
@@ -227,7 +274,7 @@ async function selectChart(code) {
     $('#chart-change').textContent =
       first && entry ? `${percent(((entry.value - first) / first) * 100)} over ${hours} h` : '';
   });
-  if (window.matchMedia('(max-width: 800px)').matches) {
+  if (reveal && window.matchMedia('(max-width: 800px)').matches) {
     $('.chart-card').scrollIntoView({ behavior: 'smooth', block: 'start' });
   }
 }
