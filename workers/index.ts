@@ -4,6 +4,7 @@ import { ingestTasks } from './ingest.ts';
 import type { RecurringTask } from '../src/worker/recurring.ts';
 import { createHarvestTask, HARVEST_TASK } from './harvestPrices.ts';
 import { healGapsTask, HEAL_TASK } from './healGaps.ts';
+import { refreshLegacyTask, LEGACY_TASK } from './refreshLegacy.ts';
 import { refreshRollupsTask } from './refreshRollups.ts';
 
 /**
@@ -15,6 +16,7 @@ export function createTaskList(runtime: Runtime): TaskList {
     refresh_rollups: refreshRollupsTask(runtime),
     [HARVEST_TASK]: createHarvestTask(runtime),
     [HEAL_TASK]: healGapsTask(runtime),
+    [LEGACY_TASK]: refreshLegacyTask(runtime),
     ...ingestTasks(runtime),
   };
 }
@@ -29,6 +31,12 @@ export function recurringTasks(runtime: Runtime): RecurringTask[] {
       task: HARVEST_TASK,
       intervalMs: runtime.config.HARVEST_INTERVAL_SECONDS * 1000,
       maxAttempts: 2,
+    },
+    {
+      // The analysis service's wide table follows the harvest (and backfills) cycle by cycle.
+      task: LEGACY_TASK,
+      intervalMs: runtime.config.HARVEST_INTERVAL_SECONDS * 1000,
+      maxAttempts: 1,
     },
   ];
 }
