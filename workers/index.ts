@@ -6,6 +6,7 @@ import { createHarvestTask, HARVEST_TASK } from './harvestPrices.ts';
 import { healGapsTask, HEAL_TASK } from './healGaps.ts';
 import { refreshLegacyTask, LEGACY_TASK } from './refreshLegacy.ts';
 import { refreshRollupsTask } from './refreshRollups.ts';
+import { SIMULATED_HISTORY_TASK, simulatedHistoryTask } from './simulatedHistory.ts';
 
 /**
  * Every task the worker runs, by identifier. Tasks are factories over the runtime so they share
@@ -16,6 +17,7 @@ export function createTaskList(runtime: Runtime): TaskList {
     refresh_rollups: refreshRollupsTask(runtime),
     [HARVEST_TASK]: createHarvestTask(runtime),
     [HEAL_TASK]: healGapsTask(runtime),
+    [SIMULATED_HISTORY_TASK]: simulatedHistoryTask(runtime),
     [LEGACY_TASK]: refreshLegacyTask(runtime),
     ...ingestTasks(runtime),
   };

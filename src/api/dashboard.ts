@@ -66,6 +66,8 @@ function dashboardAssets(): Map<string, Asset> {
     ['/app/api.js', asset(inPublic('api.js'))],
     ['/app/chart.js', asset(inPublic('chart.js'))],
     ['/app/format.js', asset(inPublic('format.js'))],
+    ['/app/flash.js', asset(inPublic('flash.js'))],
+    ['/app/markets.js', asset(inPublic('markets.js'))],
     ['/app/styles.css', asset(inPublic('styles.css'))],
     ['/app/favicon.svg', asset(inPublic('favicon.svg'))],
     ['/app/vendor/uPlot.esm.js', asset(path.join(UPLOT_DIR, 'uPlot.esm.js'))],

@@ -129,6 +129,7 @@ async function walkThrough() {
     await checkDayChange('ETH');
     await checkLogo('BTC');
     await checkKeyboard();
+    await checkMarkets();
 
     // Sign up.
     const account = newAccount('e2e');
@@ -240,6 +241,65 @@ async function checkLogo(code: string) {
   expect(answer.headers.get('content-type')).toBe('image/svg+xml');
   // A code the icon set lacks gets its generic coin rather than a broken picture.
   expect((await fetch(`${api.url}/assets/cryptofont/zzzunknown.svg`)).status).toBe(200);
+}
+
+/** The visible rows' cells of one column, read in one go (live prices reorder rows). */
+function column(selector: string) {
+  return page.evaluate<string[]>(`[...document.querySelectorAll('#price-table tbody tr')]
+    .filter((row) => !row.hidden)
+    .map((row) => row.querySelector('${selector}').textContent)`);
+}
+
+const amount = (text: string) => Number(text.replace(/[$,%\s+]/g, ''));
+
+function expectSorted(values: number[], descending: boolean) {
+  const sorted = [...values].sort((a, b) => (descending ? b - a : a - b));
+  expect(values).toEqual(sorted);
+}
+
+/** 24-hour high, low and volume; sorting; the filter; a sparkline; live flashes. */
+async function checkMarkets() {
+  const btc = page.locator('#price-table tr[data-code="BTC"]');
+  const [value, high, low, volume] = (await btc.evaluate((row: any) =>
+    ['.value', '.high', '.low', '.volume'].map((s) => row.querySelector(s).textContent),
+  )) as string[];
+  expect(amount(high!)).toBeGreaterThanOrEqual(amount(value!));
+  expect(amount(low!)).toBeLessThanOrEqual(amount(value!));
+  expect(volume).toMatch(/^[\d.]+[KMBT]?$/);
+
+  // Highest price first by default; a click sorts ascending, another by the 24-hour change.
+  expectSorted((await column('.value')).map(amount), true);
+  await page.getByRole('button', { name: 'Price' }).click();
+  await page.locator('th[aria-sort="ascending"]', { hasText: 'Price' }).waitFor();
+  expectSorted((await column('.value')).map(amount), false);
+  await page.getByRole('button', { name: '24 h', exact: true }).click();
+  await page.locator('th[aria-sort="descending"]', { hasText: '24 h' }).waitFor();
+  expectSorted((await column('.change')).map(amount), true);
+  await page.getByRole('button', { name: 'Currency' }).click();
+  const codes = await column('.code');
+  expect(codes).toEqual([...codes].sort((a, b) => a.localeCompare(b)));
+
+  await page.locator('#price-filter').fill('coin');
+  const names = await page.evaluate<
+    string[]
+  >(`[...document.querySelectorAll('#price-table tbody tr')]
+    .filter((row) => !row.hidden).map((row) => row.textContent.toLowerCase())`);
+  expect(names.length).toBeGreaterThan(0);
+  expect(names.every((n) => n.includes('coin'))).toBe(true);
+  await page.locator('#price-filter').fill('');
+  await page.getByRole('button', { name: 'Price' }).click(); // back to highest first
+  await page.locator('th[aria-sort="descending"]', { hasText: 'Price' }).waitFor();
+
+  await btc.locator('svg.sparkline polyline').waitFor({ timeout: 15_000 });
+  // A live price flashes its row.
+  await eventually(
+    () =>
+      page.evaluate<boolean>(
+        `document.querySelector('#price-table tbody').getAnimations({ subtree: true }).length > 0`,
+      ),
+    15_000,
+    'a row flashing on a live price',
+  );
 }
 
 /** From the address bar to a price row by Tab alone; Enter charts it. */

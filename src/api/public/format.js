@@ -23,3 +23,10 @@ export function percent(value) {
   const sign = rounded > 0 ? '+' : '';
   return `${sign}${rounded.toFixed(2)} %`;
 }
+
+const short = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 2 });
+
+/** 1234567 → "1.23M". */
+export function compact(value) {
+  return Number.isFinite(value) ? short.format(value) : '—';
+}

@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { shippedCurrencies, upsertCurrencies } from '../../data/currencies/catalog.ts';
@@ -16,6 +16,9 @@ import { expandInputs, planFile, type PlannedFile } from '../../data/ingest/file
 import { importFile } from '../../data/ingest/importFile.ts';
 import { enqueueFileJobs, enqueueSliceJobs } from '../../data/ingest/jobs.ts';
 import { failedResult } from '../../data/ingest/loader.ts';
+import { SIMULATED_SOURCE } from '../../data/ingest/simulated/days.ts';
+import { enqueueSimulatedHistory, simulatedOnly } from '../../data/ingest/simulated/firstStart.ts';
+import { loadSimulatedHistory } from '../../data/ingest/simulated/simulatedHistory.ts';
 import {
   formatSummary,
   SummaryCollector,
@@ -39,7 +42,8 @@ interface BackfillOptions {
   enqueue?: boolean;
   json?: boolean;
   code?: string;
-  source?: ExchangeSource;
+  source?: ExchangeSource | typeof SIMULATED_SOURCE;
+  days?: number;
   from?: string;
   to?: string;
   interval: string;
@@ -61,7 +65,15 @@ export function registerBackfillCommand(program: Command) {
     )
     .option('--code <code>', 'currency: for --source, or for files without a code column')
     .addOption(
-      new Option('--source <exchange>', 'backfill from an exchange API').choices(EXCHANGE_SOURCES),
+      new Option(
+        '--source <source>',
+        "backfill from an exchange API, or the simulated market's own past (MARKET_SOURCE=simulated)",
+      ).choices([...EXCHANGE_SOURCES, SIMULATED_SOURCE]),
+    )
+    .addOption(
+      new Option('--days <n>', 'with --source simulated: days ending now (default 30)')
+        .argParser(parseDays)
+        .default(undefined),
     )
     .option('--from <time>', 'with --source: start (ISO 8601, UTC unless a zone is given)')
     .option('--to <time>', 'with --source: end, exclusive (ISO 8601)')
@@ -88,7 +100,8 @@ Examples:
   $ platform backfill ./history/BTCUSDT-1m-2025-01.zip
   $ platform backfill ./history --strict --json
   $ platform backfill ./history --enqueue
-  $ platform backfill --source binance --code BTC --from 2025-01-01 --to 2025-02-01 --interval 1h`,
+  $ platform backfill --source binance --code BTC --from 2025-01-01 --to 2025-02-01 --interval 1h
+  $ platform backfill --source simulated --days 7`,
     );
   withExitCodes(backfill, {
     ok:
@@ -100,7 +113,12 @@ Examples:
   });
   backfill.action(async (paths: string[], options: BackfillOptions, command: Command) => {
     const usage = (message: string) => command.error(`error: ${message}`, { exitCode: EXIT.usage });
-    if (options.source) {
+    if (options.source === SIMULATED_SOURCE) {
+      if (paths.length > 0) usage('give either paths or --source, not both');
+      if (options.from || options.to) usage('--source simulated takes --days, not --from/--to');
+    } else if (options.days !== undefined) {
+      usage('--days goes with --source simulated');
+    } else if (options.source) {
       if (paths.length > 0) usage('give either paths or --source, not both');
       if (!options.code || !options.from || !options.to) {
         usage('--source needs --code, --from and --to');
@@ -109,10 +127,18 @@ Examples:
       usage('give files or directories to load, or --source with --code, --from and --to');
     }
     const config = configFromCommand(command);
+    if (options.source === SIMULATED_SOURCE && !simulatedOnly(config)) {
+      usage(
+        'simulated history goes only into a platform on the simulated market (MARKET_SOURCE=simulated): it would mix invented prices with real ones',
+      );
+    }
     await prepareDatabase(config);
-    const summary = options.source
-      ? await backfillFromExchange(config, options, usage)
-      : await backfillFiles(config, paths, options);
+    const summary =
+      options.source === SIMULATED_SOURCE
+        ? await backfillSimulated(config, options)
+        : options.source
+          ? await backfillFromExchange(config, { ...options, source: options.source }, usage)
+          : await backfillFiles(config, paths, options);
     if (!summary) return;
     if (options.json) printJson(summary);
     else process.stdout.write(formatSummary(summary, options.source ? 'slice' : 'file'));
@@ -217,9 +243,50 @@ async function backfillFiles(
   return collector.result();
 }
 
-async function backfillFromExchange(
+/**
+ * The simulated market's past, the same days a first start loads (see
+ * src/data/ingest/simulated/): existing rows win, so over stored prices it only fills gaps.
+ */
+async function backfillSimulated(
   config: Config,
   options: BackfillOptions,
+): Promise<BackfillSummary | null> {
+  const request = {
+    seed: config.MARKET_SIMULATED_SEED,
+    untilMs: Date.now(),
+    days: options.days ?? 30,
+    ...(options.code ? { codes: [options.code.toUpperCase()] } : {}),
+  };
+  if (options.enqueue) {
+    await withPool(config, (pool) => enqueueSimulatedHistory(pool, request));
+    reportEnqueued(1, 'simulated history', options.json);
+    return null;
+  }
+  const progress = createProgress(request.days, { quiet: !!options.json });
+  const collector = new SummaryCollector();
+  try {
+    const results = await loadSimulatedHistory(dedicatedConnection(config.DATABASE_URL), request, {
+      force: !!options.force,
+      onDay: (result) => progress.advance(1, result.read),
+    });
+    for (const result of results) collector.add(result);
+  } finally {
+    progress.stop();
+  }
+  return collector.result();
+}
+
+function parseDays(text: string): number {
+  const days = Number(text);
+  if (!Number.isInteger(days) || days < 1 || days > 366) {
+    throw new InvalidArgumentError('a whole number of days from 1 to 366');
+  }
+  return days;
+}
+
+async function backfillFromExchange(
+  config: Config,
+  options: BackfillOptions & { source: ExchangeSource },
   usage: (message: string) => never,
 ): Promise<BackfillSummary | null> {
   const from = parseTimeOption(options.from ?? '', '--from', usage);
