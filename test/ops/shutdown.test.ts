@@ -10,6 +10,7 @@ import { startWorkerRunner } from '../../src/worker/start.ts';
 import { spawnCli, waitForExit } from '../support/cli.ts';
 import { parseMetrics, sampleValue } from '../support/prometheus.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { valueOf } from '../support/wait.ts';
 
 // SIGTERM in a real `platform start` process: readiness turns 503 first, the listener closes
 // after the drain, a request already in flight still gets its complete answer, then the process
@@ -56,15 +57,8 @@ function startSlowUpload(url: string): SlowUpload {
   return { finish: () => request.end(body.slice(100)), response };
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50); // the poll interval
-  }
-}
+const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000) =>
+  valueOf(probe, ms, what);
 
 async function inFlight(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
