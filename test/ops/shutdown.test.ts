@@ -157,14 +157,18 @@ describe('worker runner stop is bounded by SHUTDOWN_GRACE_SECONDS', () => {
 
   test('a job shorter than the grace finishes before stop() returns', async () => {
     let finished = false;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
     const runner = await startWorkerRunner(runtime, {
       taskList: {
+        // Still running when the stop begins: it ends only once the runner is shutting down.
         ops_short: async () => {
-          await sleep(400); // deliberate: a job that is still running when stop() is called
+          await gate;
           finished = true;
         },
       },
     });
+    runner.events.once('pool:gracefulShutdown', () => release());
     await enqueueJob(runtime.pool, 'ops_short', {});
     await waitFor('the job to start', started('ops_short'));
     await runner.stop();
