@@ -1,4 +1,4 @@
-// bench:load flood — the abuse scenario of the admission-control work, against a real
+// bench:load --flood — the abuse scenario of the admission-control work, against a real
 // `platform start --role all` child process: FLOOD_CLIENTS (default 200) concurrent anonymous
 // clients ask the public /api/currency/history/BTC for two years of minute prices at varying
 // intervalSeconds (slow, uncacheable answers), each giving up after FLOOD_CLIENT_TIMEOUT_MS
@@ -97,7 +97,8 @@ async function waitReady(url: string, deadlineMs: number) {
   }
 }
 
-async function main() {
+/** The flood scenario, printed as a table beside the goal values. */
+export async function runFlood() {
   const { pool, token } = await prepareDatabase();
   const [apiPort, dataPort, opsPort] = [await freePort(), await freePort(), await freePort()];
   const platform = spawn(
@@ -287,5 +288,3 @@ async function main() {
     await pool.end();
   }
 }
-
-await main();
