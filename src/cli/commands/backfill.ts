@@ -28,10 +28,12 @@ import { migrate } from '../../shared/db/migrate.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { printable } from '../../shared/printable.ts';
+import type { RangeMode } from '../../data/ingest/exchange/incremental.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 import { withExitCodes } from '../help.ts';
 import { createProgress } from '../progress.ts';
+import { runIncrementalBackfill, type IncrementalOptions } from './backfillIncremental.ts';
 
 interface BackfillOptions {
   strict?: boolean;
@@ -44,6 +46,10 @@ interface BackfillOptions {
   to?: string;
   interval: string;
   quote?: string;
+  all?: boolean;
+  sinceLast?: boolean;
+  prepend?: boolean;
+  days?: string;
 }
 
 export function registerBackfillCommand(program: Command) {
@@ -74,6 +80,19 @@ export function registerBackfillCommand(program: Command) {
       '--quote <asset>',
       'with --source: quote asset of the pair (default USDT on Binance, USD on Coinbase and Kraken)',
     )
+    .option('--all', 'with --source: every currency of the list that the exchange lists')
+    .option(
+      '--since-last',
+      "with --source: from each currency's last stored candle to now (--days N for those with none)",
+    )
+    .option(
+      '--days <n>',
+      'with --source: the last N days, or N days before the earliest with --prepend',
+    )
+    .option(
+      '--prepend',
+      'with --source and --days: extend history N days backwards from the earliest stored candle',
+    )
     .option('--json', 'print the summary as JSON')
     .addHelpText(
       'after',
@@ -84,11 +103,23 @@ whose every row is rejected loads nothing and is not recorded. A --strict run re
 that an earlier run without --strict loaded with rejected rows, and reports it rejected (exit 1):
 --strict writes nothing of it, and the rows that earlier run stored stay.
 
+Incremental (--since-last, --days, --prepend, --all): each currency's range follows from what is
+stored; it is loaded one day slice at a time, each slice committed and recorded with its rows, so
+a killed run is resumed by running it again and nothing is loaded twice. One progress bar covers
+the whole run (on a terminal; plain lines on stderr otherwise), then one line per currency: rows
+loaded, rows skipped as already stored, and the range asked for. Currencies without a stored
+candle are left alone by --since-last without --days and by --prepend.
+Page sizes: Binance 1,000 candles a call, Coinbase 300; Kraken serves only its last 720 candles of
+each size (12 hours of 1m candles), so older ranges are cut to what it has.
+
 Examples:
   $ platform backfill ./history/BTCUSDT-1m-2025-01.zip
   $ platform backfill ./history --strict --json
   $ platform backfill ./history --enqueue
-  $ platform backfill --source binance --code BTC --from 2025-01-01 --to 2025-02-01 --interval 1h`,
+  $ platform backfill --source binance --code BTC --from 2025-01-01 --to 2025-02-01 --interval 1h
+  $ platform backfill --source binance --all --since-last --days 30
+  $ platform backfill --source coinbase --all --days 7
+  $ platform backfill --source binance --all --prepend --days 90`,
     );
   withExitCodes(backfill, {
     ok:
@@ -96,10 +127,18 @@ Examples:
       'with --enqueue: every job queued (the worker reports how each load went)',
     failure:
       'a file or slice failed or was rejected whole, or rows were rejected\n' +
-      '(the summary lists them as file:line reason), or the database failed',
+      '(the summary lists them as file:line reason), or the database failed;\n' +
+      'incremental: a currency failed or the exchange stayed unreachable (rerun to resume)',
   });
   backfill.action(async (paths: string[], options: BackfillOptions, command: Command) => {
     const usage = (message: string) => command.error(`error: ${message}`, { exitCode: EXIT.usage });
+    if (isIncremental(options)) {
+      const incremental = incrementalOptions(paths, options, usage);
+      const config = configFromCommand(command);
+      await prepareDatabase(config);
+      process.exitCode = await runIncrementalBackfill(config, incremental);
+      return;
+    }
     if (options.source) {
       if (paths.length > 0) usage('give either paths or --source, not both');
       if (!options.code || !options.from || !options.to) {
@@ -118,6 +157,53 @@ Examples:
     else process.stdout.write(formatSummary(summary, options.source ? 'slice' : 'file'));
     process.exitCode = summaryExitCode(summary);
   });
+}
+
+function isIncremental(o: BackfillOptions): boolean {
+  return !!(o.all || o.sinceLast || o.prepend || o.days !== undefined);
+}
+
+/** Checks the incremental options against each other; a contradiction is a usage error (2). */
+function incrementalOptions(
+  paths: string[],
+  o: BackfillOptions,
+  usage: (message: string) => never,
+): IncrementalOptions {
+  if (!o.source) usage('--all, --since-last, --days and --prepend need --source');
+  if (paths.length > 0) usage('give either paths or --source, not both');
+  if (o.enqueue) usage('--enqueue works with --code, --from and --to only');
+  if (o.all === !!o.code) usage('give either --all or --code');
+  const code = o.code?.toUpperCase();
+  if (code !== undefined && !/^[A-Z0-9]{1,15}$/.test(code))
+    usage('--code must be 1 to 15 letters or digits');
+  const days = o.days === undefined ? undefined : Number(o.days);
+  if (days !== undefined && !(Number.isFinite(days) && days > 0 && days <= 36_500))
+    usage('--days must be a positive number of days (at most 36500)');
+  const ranged = o.from !== undefined || o.to !== undefined;
+  if ([o.sinceLast, o.prepend, ranged].filter(Boolean).length > 1)
+    usage('give one of --since-last, --prepend or --from/--to');
+  let mode: RangeMode;
+  if (o.sinceLast) mode = { kind: 'since-last', ...(days !== undefined ? { days } : {}) };
+  else if (o.prepend) {
+    if (days === undefined) usage('--prepend needs --days N (how far back to extend)');
+    mode = { kind: 'prepend', days };
+  } else if (ranged) {
+    if (days !== undefined) usage('give either --days or --from/--to');
+    const fromMs = parseTimeOption(o.from ?? '', '--from', usage);
+    const toMs = o.to === undefined ? Date.now() : parseTimeOption(o.to, '--to', usage);
+    if (fromMs >= toMs) usage('--from must be before --to');
+    mode = { kind: 'between', fromMs, toMs };
+  } else if (days !== undefined) mode = { kind: 'days', days };
+  else usage('give --since-last, --days N, --prepend --days N or --from/--to');
+  return {
+    source: o.source,
+    ...(code ? { code } : {}),
+    mode,
+    interval: o.interval,
+    ...(o.quote ? { quote: o.quote } : {}),
+    force: !!o.force,
+    json: !!o.json,
+  };
 }
 
 /** What --help promises: 1 when anything of the input was not loaded, be it a file or a row. */
