@@ -4,7 +4,9 @@ import { ingestTasks } from './ingest.ts';
 import type { RecurringTask } from '../src/worker/recurring.ts';
 import { createHarvestTask, HARVEST_TASK } from './harvestPrices.ts';
 import { healGapsTask, HEAL_TASK } from './healGaps.ts';
+import { refreshLegacyTask, LEGACY_TASK } from './refreshLegacy.ts';
 import { refreshRollupsTask } from './refreshRollups.ts';
+import { SIMULATED_HISTORY_TASK, simulatedHistoryTask } from './simulatedHistory.ts';
 
 /**
  * Every task the worker runs, by identifier. Tasks are factories over the runtime so they share
@@ -15,6 +17,8 @@ export function createTaskList(runtime: Runtime): TaskList {
     refresh_rollups: refreshRollupsTask(runtime),
     [HARVEST_TASK]: createHarvestTask(runtime),
     [HEAL_TASK]: healGapsTask(runtime),
+    [SIMULATED_HISTORY_TASK]: simulatedHistoryTask(runtime),
+    [LEGACY_TASK]: refreshLegacyTask(runtime),
     ...ingestTasks(runtime),
   };
 }
@@ -29,6 +33,12 @@ export function recurringTasks(runtime: Runtime): RecurringTask[] {
       task: HARVEST_TASK,
       intervalMs: runtime.config.HARVEST_INTERVAL_SECONDS * 1000,
       maxAttempts: 2,
+    },
+    {
+      // The analysis service's wide table follows the harvest (and backfills) cycle by cycle.
+      task: LEGACY_TASK,
+      intervalMs: runtime.config.HARVEST_INTERVAL_SECONDS * 1000,
+      maxAttempts: 1,
     },
   ];
 }

@@ -6,6 +6,7 @@ import { registerBackfillCommand } from './commands/backfill.ts';
 import { registerDoctorCommand } from './commands/doctor.ts';
 import { registerExportCommand } from './commands/export.ts';
 import { registerHealCommand } from './commands/heal.ts';
+import { registerLegacyRoleCommands } from './commands/legacyRole.ts';
 import { registerMigrateCommand } from './commands/migrate.ts';
 import { registerStartCommand } from './commands/start.ts';
 import { registerTokenCommands } from './commands/token.ts';
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerDoctorCommand(program);
   registerExportCommand(program);
   registerHealCommand(program);
+  registerLegacyRoleCommands(program);
   for (const command of commandTree(program)) command.showHelpAfterError(usageHint(command));
   program.hook('preAction', (_program, actionCommand) => {
     running = actionCommand;

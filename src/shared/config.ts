@@ -113,6 +113,18 @@ export const configSchema = z.object({
     .min(1)
     .default('platform')
     .describe('Seed of the simulated market: the same seed gives the same price paths.'),
+  SIMULATED_HISTORY_DAYS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(366)
+    .default(30)
+    .describe(
+      'Days of one-minute history the first start loads in the background with MARKET_SOURCE=simulated ' +
+        'and a database without price history (the simulated paths that lead to the live prices, for ' +
+        'every currency, recorded per day like any backfill; never with a real exchange, never over ' +
+        'existing data, never twice); 0 turns it off.',
+    ),
   MARKET_REQUEST_TIMEOUT_MS: z.coerce
     .number()
     .int()

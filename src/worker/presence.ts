@@ -99,21 +99,25 @@ export async function startWorkerPresence(options: WorkerPresenceOptions): Promi
   await connect();
 
   const events = new EventEmitter() as WorkerEvents;
-  events.on('worker:create', ({ worker }) => {
-    ids.add(worker.workerId);
+  const announce = (id: string) => {
+    ids.add(id);
     void exclusive(async () => {
-      if (client) await lock(client, worker.workerId);
+      if (client) await lock(client, id);
     }).catch(() => {});
-  });
-  events.on('worker:release', ({ worker }) => {
-    ids.delete(worker.workerId);
+  };
+  const withdraw = (id: string) => {
+    ids.delete(id);
     void exclusive(async () => {
-      await client?.query('SELECT pg_advisory_unlock($1, hashtext($2))', [
-        PRESENCE_LOCK_CLASS,
-        worker.workerId,
-      ]);
+      await client?.query('SELECT pg_advisory_unlock($1, hashtext($2))', [PRESENCE_LOCK_CLASS, id]);
     }).catch(() => {});
-  });
+  };
+  // graphile-worker 0.18 locks the jobs it fetches with its worker pool's id (workers share a
+  // pool's batched fetches), not the worker's: without the pool's lock every sweep took a job
+  // running for more than the grace period for abandoned and released it to be run again.
+  events.on('pool:create', ({ workerPool }) => announce(workerPool.id));
+  events.on('pool:release', ({ workerPool }) => withdraw(workerPool.id));
+  events.on('worker:create', ({ worker }) => announce(worker.workerId));
+  events.on('worker:release', ({ worker }) => withdraw(worker.workerId));
 
   const sweep = (): Promise<string[]> => exclusive(sweepNow);
   const sweepNow = async (): Promise<string[]> => {

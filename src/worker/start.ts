@@ -1,5 +1,6 @@
 import { parseCrontab, run, type Runner, type TaskList } from 'graphile-worker';
 import { createTaskList, crontab, recurringTasks } from '../../workers/index.ts';
+import { queueSimulatedHistory } from '../data/ingest/simulated/firstStart.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { instrumentTaskList } from './instrumentation.ts';
@@ -92,6 +93,14 @@ export async function startWorker(runtime: Runtime, options: WorkerOptions = {})
 }
 
 export async function startWorkerRole(runtime: Runtime): Promise<RoleHandle> {
+  // Before the first harvest of this process: its prices must not count as existing history.
+  const history = await queueSimulatedHistory(runtime.pool, runtime.config);
+  if (history === 'queued') {
+    runtime.logger.info(
+      { days: runtime.config.SIMULATED_HISTORY_DAYS },
+      "simulated history queued: a fresh database gets the simulated market's past in the background",
+    );
+  }
   const worker = await startWorker(runtime);
   runtime.logger.info(
     {

@@ -26,7 +26,15 @@ describe('two API instances', () => {
     await harness.tick({ BTC: 101 });
     await first.waitForPrice('BTC', 101);
     await second.waitForPrice('BTC', 101);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A duplicate would be relayed through the adapter, whose events arrive in order: once a
+    // notice sent after the price through each instance's adapter is here, it would be too.
+    const notices = [0, 0];
+    first.socket.on('notice', () => notices[0]!++);
+    second.socket.on('notice', () => notices[1]!++);
+    for (const instance of harness.instances) {
+      instance.service.live.server!.of('/trader').emit('notice', { marker: true });
+    }
+    await eventually(() => notices.every((n) => n === 2), 10_000, 'the notices from both');
     expect(first.prices.filter((p) => p.value === 101)).toHaveLength(1);
     expect(second.prices.filter((p) => p.value === 101)).toHaveLength(1);
   });

@@ -4,6 +4,7 @@ import { sql } from 'slonik';
 import { sweepExpired } from '../../src/api/maintenance.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import type { ApiClient } from '../support/apiClient.ts';
+import { until } from '../support/wait.ts';
 
 // Idle 30 minutes and absolute 12 hours (the defaults). Time passing is simulated by moving the
 // session's own timestamps back, which is exactly what the store compares against now().
@@ -94,7 +95,18 @@ test('a short idle time-out really expires a session on the clock', async () => 
   try {
     const { client } = await short.signedInClient();
     expect(await signedIn(client)).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 4500));
+    // The clock passing is the point: wait (without touching the session, which would renew it)
+    // until the database, whose clock decides, sees it idle for longer than the 3 s allowed.
+    await until(
+      async () =>
+        Number(
+          await short.runtime.pool.oneFirst(sql.unsafe`
+            SELECT extract(epoch FROM now() - last_seen_at) FROM app.sessions
+            WHERE id_hash = ${sql.binary(idHash(client))}`),
+        ) > 3.2,
+      30_000,
+      'the session to be idle past its limit',
+    );
     expect(await signedIn(client)).toBe(false);
   } finally {
     await short.close();

@@ -1,9 +1,13 @@
-import { execFileSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { execFileSync, spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
 import { PLATFORM_BIN, runCli, spawnCli, waitForExit } from '../support/cli.ts';
+import { insertCandles } from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
+// Each case starts the real command (a Node process) once or more; on a busy machine a start
+// takes seconds, so a case of several runs needs minutes.
+jest.setTimeout(180_000);
 let runtime: TestRuntime;
 let env: Record<string, string>;
 
@@ -81,6 +85,39 @@ describe('platform doctor', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/DATABASE_URL/);
     expect(result.stderr).toMatch(/DATA_PORT/);
+  });
+});
+
+describe('platform export', () => {
+  test('a reader that stops early (| head) ends the export quietly with exit 0', async () => {
+    const now = Math.floor(Date.now() / 60_000) * 60_000;
+    const candles = Array.from({ length: 6000 }, (_, i) => ({
+      code: 'BTC',
+      time: new Date(now - (i + 1) * 60_000),
+      open: 40_000 + i,
+    }));
+    await insertCandles(runtime.pool, candles);
+    // Far more than a pipe holds, so the command is still writing when the reader goes away.
+    const child = spawn(
+      process.execPath,
+      [PLATFORM_BIN, 'export', 'BTC', '--hours', '100', '--interval', '60'],
+      { env: { ...process.env, ...env, LOG_LEVEL: 'warn' } },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const firstLine = await new Promise<string>((resolve) => {
+      let seen = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        seen += chunk.toString();
+        if (seen.includes('\n')) {
+          child.stdout.destroy();
+          resolve(seen.split('\n')[0]!);
+        }
+      });
+    });
+    expect(firstLine).toBe('timestamp,open,high,low,close,volume,count');
+    expect(await waitForExit(child)).toBe(0);
+    expect(stderr).toBe('');
   });
 });
 

@@ -9,6 +9,7 @@ import {
   type PriceSource,
 } from '../../src/data/market/sources/types.ts';
 import { fixture, startFakeExchange, type FakeExchange } from '../support/fakeExchange.ts';
+import { until } from '../support/wait.ts';
 
 let exchange: FakeExchange;
 
@@ -256,18 +257,21 @@ describe('exchange client back-off', () => {
       source: 'flaky',
       timeoutMs: 1000,
       retries: 0,
-      failureBackoffMs: 200,
+      failureBackoffMs: 500,
     });
+    // The rest running out is the point: wait for the client's own state, not a guessed time.
+    const restOver = () => until(async () => client.restingUntil === 0, 30_000, 'the rest to end');
     exchange.script('/flaky', { status: 500 }, { status: 500 }, { body: { ok: true } });
 
     expect((await failureOf(call(client))).reason).toBe('http');
-    expect((await failureOf(call(client))).reason).toBe('cooling_down'); // within 200 ms
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect((await failureOf(call(client))).reason).toBe('cooling_down'); // within 500 ms
+    await restOver();
+    const failedFrom = Date.now();
     expect((await failureOf(call(client))).reason).toBe('http');
-    const secondRest = client.restingUntil - Date.now();
-    expect(secondRest).toBeGreaterThan(250); // 400 ms after the second failure in a row
-    expect(secondRest).toBeLessThanOrEqual(400);
-    await new Promise((resolve) => setTimeout(resolve, secondRest + 50));
+    // The second failure in a row rests twice as long: 1000 ms from that failure.
+    expect(client.restingUntil - failedFrom).toBeGreaterThanOrEqual(1000);
+    expect(client.restingUntil - Date.now()).toBeLessThanOrEqual(1000);
+    await restOver();
     expect(await call(client)).toEqual({ ok: true });
     expect(client.restingUntil).toBe(0);
     expect(exchange.requests).toHaveLength(3);

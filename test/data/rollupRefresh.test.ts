@@ -8,6 +8,7 @@ import { createTaskList, crontab } from '../../workers/index.ts';
 import { randomCandles } from '../support/candles.ts';
 import { insertCandles } from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { until } from '../support/wait.ts';
 
 // The Apache edition's refresh: watermarks, catch-up in steps, exact recomputation of marked
 // ranges, idempotence and two workers at once. Each level is compared with the same level built
@@ -145,11 +146,7 @@ describe('refresh_rollups on rollup tables', () => {
     });
     try {
       await runner.addJob('refresh_rollups', {});
-      for (let i = 0; i < 300; i++) {
-        const marks = await watermarks();
-        if (marks['1d'] !== null) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await until(async () => (await watermarks())['1d'] !== null, 60_000, 'the daily rollup');
     } finally {
       await runner.stop();
     }

@@ -33,6 +33,23 @@ describe('simulated market', () => {
     expect([b.priceAt('BTC', later), b.priceAt('BTC', at)]).toEqual(first.reverse());
   });
 
+  test('pricesAt gives exactly priceAt at every instant, across a segment boundary too', () => {
+    const market = createSimulatedMarket('platform');
+    const boundary = 2 ** 25 * 60; // an edge of the bridge's segments
+    const seconds = Float64Array.from([
+      ...Array.from({ length: 300 }, (_, i) => start / 1000 + i * 7),
+      boundary - 3,
+      boundary,
+      boundary + 1,
+      boundary + 20,
+    ]);
+    for (const code of ['BTC', 'USDT', 'ZZZ']) {
+      const batch = market.pricesAt(code, seconds);
+      const single = Array.from(seconds, (s) => market.priceAt(code, new Date(s * 1000)));
+      expect(Array.from(batch)).toEqual(single);
+    }
+  });
+
   test('another seed gives another path', () => {
     expect(series('seed-1', 'ETH', 50, 60)).not.toEqual(series('seed-2', 'ETH', 50, 60));
   });

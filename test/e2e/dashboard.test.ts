@@ -24,6 +24,8 @@ import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? DEBIAN_CHROMIUM;
 const skip = process.env.SKIP_BROWSER_TESTS === '1';
 const ARTIFACTS = 'test-artifacts';
+const DESKTOP = { width: 1366, height: 900 };
+const PHONE = { width: 390, height: 844 };
 
 let runtime: TestRuntime;
 let data: RunningServer;
@@ -75,7 +77,7 @@ describeBrowser('the dashboard in Chromium', () => {
         '--disable-sync',
       ],
     });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page = await browser.newPage({ viewport: DESKTOP });
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
       if (message.type() === 'error') problems.push(`console: ${message.text()}`);
@@ -122,6 +124,12 @@ async function walkThrough() {
       15_000,
       'a price move',
     );
+
+    await checkDayChange('BTC');
+    await checkDayChange('ETH');
+    await checkLogo('BTC');
+    await checkKeyboard();
+    await checkMarkets();
 
     // Sign up.
     const account = newAccount('e2e');
@@ -178,25 +186,194 @@ async function walkThrough() {
     await page.evaluate('window.scrollTo(0, 0)');
     await page.screenshot({ path: `${ARTIFACTS}/dashboard-desktop.png`, fullPage: true });
 
-    // A phone-sized screen: one column, nothing wider than the screen.
-    await page.setViewportSize({ width: 375, height: 812 });
-    await page.evaluate('window.scrollTo(0, 0)');
-    await page.waitForTimeout(500);
-    await page.screenshot({ path: `${ARTIFACTS}/dashboard-phone.png`, fullPage: true });
-    // Elements reaching past the screen's right edge (page-level horizontal scrolling).
-    const wide = await page.evaluate(`[...document.querySelectorAll('body *')]
-      .filter((e) => e.getBoundingClientRect().right > 375.5)
-      .map((e) => e.tagName + '#' + e.id + '.' + e.className)`);
-    expect(wide).toEqual([]);
+    const contrast = await lowContrastTexts();
+    expect(contrast.bad).toEqual([]);
+    expect(contrast.checked).toBeGreaterThan(50);
+
+    await checkPhone();
 
     // Sign out.
-    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.setViewportSize(DESKTOP);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.locator('#portfolio-signed-out').waitFor({ state: 'visible' });
 
     // The expected 422 of the refused removal is the only error the browser reported.
     // The 401 of isloggedin while signed out and the 422 of the refused removal are expected.
     expect(problems.filter((p) => !/\b(401|422)\b/.test(p))).toEqual([]);
+  }
+}
+
+/** The rendered 24-hour change is the API's: change24h against the same opening price. */
+async function checkDayChange(code: string) {
+  const listed = (await (await fetch(`${api.url}/api/currency/all`)).json()) as {
+    currencies: { currencyCode: string; value: number; open24h: number; change24h: number }[];
+  };
+  const quote = listed.currencies.find((c) => c.currencyCode === code)!;
+  expect(quote.open24h).toBeGreaterThan(0);
+  expect(quote.change24h).toBeCloseTo(((quote.value - quote.open24h) / quote.open24h) * 100, 6);
+  // Price and change read together (a live price may arrive between two reads).
+  const row = page.locator(`#price-table tr[data-code="${code}"]`);
+  const shown = (await row.evaluate((e: any) => [
+    e.querySelector('.value').textContent,
+    e.querySelector('.change').textContent,
+  ])) as [string, string];
+  const shownPrice = Number(shown[0].replace(/[$,]/g, ''));
+  const shownChange = Number(shown[1].replace(/[%\s+]/g, ''));
+  const expected = ((shownPrice - quote.open24h) / quote.open24h) * 100;
+  // The price is shown to the cent: the change can differ from the exact one by that much.
+  const centsError = (0.005 / quote.open24h) * 100;
+  expect(Math.abs(shownChange - expected)).toBeLessThanOrEqual(0.005 + centsError + 1e-9);
+  // And it is the day's change, not a change since the page opened (open24h is older).
+  expect(Math.abs(shownChange - quote.change24h)).toBeLessThan(5);
+}
+
+/** The icon the API names is served and drawn. */
+async function checkLogo(code: string) {
+  const img = page.locator(`#price-table tr[data-code="${code}"] img.logo`);
+  await eventually(
+    async () => (await img.evaluate((e: any) => e.complete && e.naturalWidth)) > 0,
+    15_000,
+    `the ${code} logo`,
+  );
+  const src = (await img.getAttribute('src'))!;
+  const answer = await fetch(new URL(src, api.url));
+  expect(answer.status).toBe(200);
+  expect(answer.headers.get('content-type')).toBe('image/svg+xml');
+  // A code the icon set lacks gets its generic coin rather than a broken picture.
+  expect((await fetch(`${api.url}/assets/cryptofont/zzzunknown.svg`)).status).toBe(200);
+}
+
+/** The visible rows' cells of one column, read in one go (live prices reorder rows). */
+function column(selector: string) {
+  return page.evaluate<string[]>(`[...document.querySelectorAll('#price-table tbody tr')]
+    .filter((row) => !row.hidden)
+    .map((row) => row.querySelector('${selector}').textContent)`);
+}
+
+const amount = (text: string) => Number(text.replace(/[$,%\s+]/g, ''));
+
+function expectSorted(values: number[], descending: boolean) {
+  const sorted = [...values].sort((a, b) => (descending ? b - a : a - b));
+  expect(values).toEqual(sorted);
+}
+
+/** 24-hour high, low and volume; sorting; the filter; a sparkline; live flashes. */
+async function checkMarkets() {
+  const btc = page.locator('#price-table tr[data-code="BTC"]');
+  const [value, high, low, volume] = (await btc.evaluate((row: any) =>
+    ['.value', '.high', '.low', '.volume'].map((s) => row.querySelector(s).textContent),
+  )) as string[];
+  expect(amount(high!)).toBeGreaterThanOrEqual(amount(value!));
+  expect(amount(low!)).toBeLessThanOrEqual(amount(value!));
+  expect(volume).toMatch(/^[\d.]+[KMBT]?$/);
+
+  // Highest price first by default; a click sorts ascending, another by the 24-hour change.
+  expectSorted((await column('.value')).map(amount), true);
+  await page.getByRole('button', { name: 'Price' }).click();
+  await page.locator('th[aria-sort="ascending"]', { hasText: 'Price' }).waitFor();
+  expectSorted((await column('.value')).map(amount), false);
+  await page.getByRole('button', { name: '24 h', exact: true }).click();
+  await page.locator('th[aria-sort="descending"]', { hasText: '24 h' }).waitFor();
+  expectSorted((await column('.change')).map(amount), true);
+  await page.getByRole('button', { name: 'Currency' }).click();
+  const codes = await column('.code');
+  expect(codes).toEqual([...codes].sort((a, b) => a.localeCompare(b)));
+
+  await page.locator('#price-filter').fill('coin');
+  const names = await page.evaluate<
+    string[]
+  >(`[...document.querySelectorAll('#price-table tbody tr')]
+    .filter((row) => !row.hidden).map((row) => row.textContent.toLowerCase())`);
+  expect(names.length).toBeGreaterThan(0);
+  expect(names.every((n) => n.includes('coin'))).toBe(true);
+  await page.locator('#price-filter').fill('');
+  await page.getByRole('button', { name: 'Price' }).click(); // back to highest first
+  await page.locator('th[aria-sort="descending"]', { hasText: 'Price' }).waitFor();
+
+  await btc.locator('svg.sparkline polyline').waitFor({ timeout: 15_000 });
+  // A live price flashes its row.
+  await eventually(
+    () =>
+      page.evaluate<boolean>(
+        `document.querySelector('#price-table tbody').getAnimations({ subtree: true }).length > 0`,
+      ),
+    15_000,
+    'a row flashing on a live price',
+  );
+}
+
+/** From the address bar to a price row by Tab alone; Enter charts it. */
+async function checkKeyboard() {
+  await page.locator('body').focus();
+  for (let presses = 0; presses < 40; presses++) {
+    await page.keyboard.press('Tab');
+    const code = await page.evaluate(`document.activeElement?.dataset?.code ?? null`);
+    if (code === 'ETH') break;
+  }
+  expect(await page.evaluate(`document.activeElement?.dataset?.code`)).toBe('ETH');
+  await page.keyboard.press('Enter');
+  await page.locator('#chart-title', { hasText: 'ETH' }).waitFor();
+}
+
+/** Visible text whose contrast with the background under it is below WCAG AA (4.5:1). */
+function lowContrastTexts() {
+  return page.evaluate<{ checked: number; bad: string[] }>(`(() => {
+    const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+    const lum = ([r, g, b]) => {
+      const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const background = (e) => {
+      for (; e; e = e.parentElement) {
+        const c = rgb(getComputedStyle(e).backgroundColor);
+        if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+      }
+      return [255, 255, 255];
+    };
+    const bad = [];
+    let checked = 0;
+    for (const e of document.querySelectorAll('body *')) {
+      const own = [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      if (!own || !e.checkVisibility() || e.closest('#chart')) continue;
+      const a = lum(rgb(getComputedStyle(e).color));
+      const b = lum(background(e));
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      if (Number.isFinite(ratio)) checked++;
+      if (!(ratio >= 4.5)) bad.push(e.tagName + '.' + e.className + ' ' + ratio.toFixed(2));
+    }
+    return { checked, bad };
+  })()`);
+}
+
+/** A phone: one column, no self-scrolling on load, the chart's pickers never under the header. */
+async function checkPhone() {
+  await page.setViewportSize(PHONE);
+  await page.reload();
+  await page.locator('#connection', { hasText: 'Live' }).waitFor({ timeout: 15_000 });
+  await page.locator('#chart canvas').waitFor();
+  await page.locator('#holdings-table tr[data-code="BTC"]').waitFor();
+  await eventually(() => page.locator('#chart-empty').isHidden(), 15_000, 'chart points');
+  expect(await page.evaluate('window.scrollY')).toBe(0);
+  await page.screenshot({ path: `${ARTIFACTS}/dashboard-phone.png`, fullPage: true });
+  // Elements reaching past the screen's right edge (page-level horizontal scrolling).
+  const wide = await page.evaluate(`[...document.querySelectorAll('body *')]
+    .filter((e) => e.getBoundingClientRect().right > ${PHONE.width + 0.5})
+    .map((e) => e.tagName + '#' + e.id + '.' + e.className)`);
+  expect(wide).toEqual([]);
+  // Picking a currency in the list scrolls the chart into view, its pickers uncovered.
+  await page.locator('#price-table tr[data-code="BTC"]').click();
+  await page.locator('#chart-title', { hasText: 'BTC' }).waitFor();
+  for (const picker of ['#chart-code', '#chart-range']) {
+    await eventually(
+      async () =>
+        (await page.evaluate(`(() => {
+          const box = document.querySelector('${picker}').getBoundingClientRect();
+          const hit = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+          return box.top >= 0 && box.bottom <= innerHeight && hit?.closest('${picker}') !== null;
+        })()`)) === true,
+      15_000,
+      `${picker} in view and uncovered`,
+    );
   }
 }
 

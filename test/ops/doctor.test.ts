@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -8,6 +7,7 @@ import { runCli, spawnCli, waitForExit } from '../support/cli.ts';
 import { setSnapshot } from '../support/prices.ts';
 import { parseMetrics } from '../support/prometheus.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { until } from '../support/wait.ts';
 
 // `platform doctor` against a working platform (a real worker process, fresh prices) and against
 // broken ones, as an operator would run it.
@@ -26,14 +26,17 @@ const doctorJson = async () => {
 };
 async function waitForFreshPrices() {
   const fresh = z.object({ n: z.number() });
-  for (let i = 0; i < 300; i++) {
-    const { n } = await runtime.pool.one(sql.type(fresh)`
-      SELECT count(*)::int AS n FROM currency_snapshots WHERE observed_at > now() - interval '1 minute'
-    `);
-    if (n > 0) return;
-    await sleep(100);
-  }
-  throw new Error('the worker priced nothing within 30 s');
+  await until(
+    async () =>
+      (
+        await runtime.pool.one(sql.type(fresh)`
+          SELECT count(*)::int AS n FROM currency_snapshots
+          WHERE observed_at > now() - interval '1 minute'
+        `)
+      ).n > 0,
+    60_000,
+    'the worker to price something',
+  );
 }
 const byName = (report: Report) => Object.fromEntries(report.checks.map((c) => [c.name, c]));
 

@@ -21,6 +21,7 @@ import { startWorkerRunner } from '../../src/worker/start.ts';
 import { getJson, serve } from '../support/http.ts';
 import { declaredMetrics, parseMetrics, sampleValue, type Sample } from '../support/prometheus.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { until } from '../support/wait.ts';
 
 // Real traffic through the real stack, then /metrics read as Prometheus would: names, types and
 // labels must be what the dashboard and alerts (deploy/) query.
@@ -131,7 +132,7 @@ describe('worker metrics and spans after real jobs', () => {
   let runner: Runner;
   const tasks: Record<string, Task> = {
     ops_metrics_ok: async () => {
-      await sleep(5);
+      await sleep(5); // deliberate: the job must take measurable time for its duration metric
     },
     ops_metrics_fail: async () => {
       throw new Error('exchange answered 502');
@@ -152,16 +153,19 @@ describe('worker metrics and spans after real jobs', () => {
     await enqueueJob(runtime.pool, 'ops_metrics_ok', {});
     await enqueueJob(runtime.pool, 'ops_metrics_ok', {});
     await enqueueJob(runtime.pool, 'ops_metrics_fail', {}, { maxAttempts: 1 });
-    for (let i = 0; i < 200; i++) {
-      const left = await runtime.pool.one(sql.type(jobsLeft)`
-        SELECT count(*) FILTER (WHERE task_identifier = 'ops_metrics_ok')::int AS ok,
-               count(*) FILTER (WHERE task_identifier = 'ops_metrics_fail' AND attempts = 1
-                                  AND locked_at IS NULL)::int AS "failedOnce"
-        FROM graphile_worker.jobs
-      `);
-      if (left.ok === 0 && left.failedOnce === 1) break;
-      await sleep(100);
-    }
+    await until(
+      async () => {
+        const left = await runtime.pool.one(sql.type(jobsLeft)`
+          SELECT count(*) FILTER (WHERE task_identifier = 'ops_metrics_ok')::int AS ok,
+                 count(*) FILTER (WHERE task_identifier = 'ops_metrics_fail' AND attempts = 1
+                                    AND locked_at IS NULL)::int AS "failedOnce"
+          FROM graphile_worker.jobs
+        `);
+        return left.ok === 0 && left.failedOnce === 1;
+      },
+      60_000,
+      'the jobs to run',
+    );
     const { samples } = await scrape();
     expect(
       sampleValue(samples, 'worker_jobs_total', { task: 'ops_metrics_ok', outcome: 'success' }),
@@ -206,9 +210,13 @@ describe('worker heartbeat', () => {
     const heartbeat = await startHeartbeat(runtime.pool, runtime.logger, 200);
     const before = (await listWorkers(runtime.pool)).find((w) => w.workerId === heartbeat.workerId);
     expect(before).toMatchObject({ live: true, pid: process.pid });
-    await sleep(500);
-    const after = (await listWorkers(runtime.pool)).find((w) => w.workerId === heartbeat.workerId);
-    expect(after!.lastSeenAt.getTime()).toBeGreaterThan(before!.lastSeenAt.getTime());
+    const lastSeen = async () =>
+      (await listWorkers(runtime.pool)).find((w) => w.workerId === heartbeat.workerId)!.lastSeenAt;
+    await until(
+      async () => (await lastSeen()).getTime() > before!.lastSeenAt.getTime(),
+      30_000,
+      'a later heartbeat',
+    );
     await expect(heartbeat.check()).resolves.toBeUndefined();
     await heartbeat.stop();
     expect((await listWorkers(runtime.pool)).map((w) => w.workerId)).not.toContain(

@@ -62,7 +62,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, ms 
     const value = await probe().catch(() => undefined);
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
+    await sleep(50); // the poll interval
   }
 }
 
@@ -131,7 +131,14 @@ describe('SIGTERM on the data role', () => {
       (await inFlight(url)) >= 1 ? true : undefined,
     );
     child.kill('SIGTERM');
-    await sleep(300);
+    await waitFor('the first signal to be handled', async () => {
+      try {
+        const response = await fetch(`${url}/health/ready`, { signal: AbortSignal.timeout(1000) });
+        return response.status === 503 ? true : undefined;
+      } catch {
+        return true; // past the drain: the listener is closed
+      }
+    });
     expect(child.exitCode).toBeNull(); // still waiting for the upload (grace: 60 s)
     const started = Date.now();
     child.kill('SIGTERM');
@@ -159,7 +166,7 @@ describe('worker runner stop is bounded by SHUTDOWN_GRACE_SECONDS', () => {
     const runner = await startWorkerRunner(runtime, {
       taskList: {
         ops_short: async () => {
-          await sleep(400);
+          await sleep(400); // deliberate: a job that is still running when stop() is called
           finished = true;
         },
       },

@@ -20,15 +20,18 @@ import { until } from '../support/wait.ts';
 const enabled = process.env.RUN_DB_RESTART_TESTS === '1';
 const exec = promisify(execFile);
 
-async function restartPostgres() {
+/** Stops PostgreSQL, waits until `seenDown` holds (the services noticed), then starts it. */
+async function restartPostgres(seenDown: () => boolean) {
   const { stdout } = await exec('pg_lsclusters', ['--no-header']);
   const [version, cluster] = stdout.trim().split('\n')[0]!.trim().split(/\s+/);
   const ctl = (...args: string[]) =>
     exec('pg_ctlcluster', ['--skip-systemctl-redirect', version!, cluster!, ...args]);
   await ctl('stop', '-m', 'fast');
-  // Long enough for several readiness probes to see the database gone.
-  await new Promise((resolve) => setTimeout(resolve, 3000));
-  await ctl('start');
+  try {
+    await until(async () => seenDown(), 60_000, 'the services to see the database gone');
+  } finally {
+    await ctl('start');
+  }
 }
 
 (enabled ? describe : describe.skip)('PostgreSQL restart under writes', () => {
@@ -93,13 +96,17 @@ async function restartPostgres() {
       while (writing) {
         const r = await getJson(`${harness.dataUrl}/health/ready`);
         if (readiness.at(-1) !== r.status) readiness.push(r.status);
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        await new Promise((resolve) => setTimeout(resolve, 200)); // the probe's own interval
       }
     };
 
     const writers = [predictionWriter(), newsWriter(), signupWriter(), readinessProbe()];
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    await restartPostgres();
+    await until(
+      async () => readiness.includes(200) && acknowledgedPredictions.length > 5,
+      60_000,
+      'writes under way',
+    );
+    await restartPostgres(() => readiness.includes(503) && (statuses.get(503) ?? 0) > 0);
     // The services reconnect on their own.
     await until(
       async () => (await getJson(`${harness.dataUrl}/health/ready`)).status === 200,

@@ -15,6 +15,8 @@ export default async function globalSetup() {
   // The worker processes tests start must not heal gaps on their own (from a real exchange, into
   // the data a test counts); the heal tests call the healer directly.
   process.env.HEAL_LOOKBACK_HOURS = '0';
+  // Nor load a month of simulated history into every fresh test database they start on.
+  process.env.SIMULATED_HISTORY_DAYS = '0';
   // The suite needs TimescaleDB, provisioned here exactly as `npm start` does it: nothing happens
   // on a provisioned server; as root on Debian a fresh one is provisioned (PostgreSQL restarts
   // once); elsewhere this stops with the command to run.

@@ -115,7 +115,7 @@ describe('a harvest cycle', () => {
     expect(snapshots.every((s) => s.observedAt.getTime() === slot.start.getTime())).toBe(true);
 
     await listener.waitFor(1);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // a second message would be here by now
+    await listener.settled(); // a second message, had one been sent, is heard by now
     expect(listener.ticks).toHaveLength(1);
     const [tick] = listener.ticks;
     expect(tick).toMatchObject({ at: slot.start.toISOString(), part: 1, parts: 1 });
@@ -134,7 +134,7 @@ describe('a harvest cycle', () => {
     expect(again.outcome).toBe('superseded');
     expect(await countAt(slot.start)).toBe(currencyCount);
     await listener.waitFor(1);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await listener.settled();
     expect(listener.ticks).toHaveLength(1);
   });
 
@@ -159,7 +159,7 @@ describe('a harvest cycle', () => {
     expect(results.map((r) => r.outcome).sort()).toEqual(['superseded', 'written']);
     expect(await countAt(slot.start)).toBe(currencyCount);
     await listener.waitFor(1);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await listener.settled();
     expect(listener.ticks).toHaveLength(1);
   });
 
@@ -318,7 +318,7 @@ describe('price events', () => {
 
 async function eventuallyTicks(min: number) {
   await listener.waitFor(min);
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await listener.settled();
 }
 
 function fakeHelpers(): JobHelpers {

@@ -49,7 +49,6 @@ async function anotherRuntime(env: Record<string, string> = {}): Promise<Runtime
   return other;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const isLeading = (worker: Worker) => worker.tickers.some((t) => t.isLeader());
 
 const slotRow = z.object({ time: z.date(), n: z.number(), sources: z.number() });
@@ -61,15 +60,20 @@ describe('harvesting with several workers', () => {
     const started = Date.now();
     let stoppedLeaderAt = 0;
     try {
-      await sleep(5000);
+      await eventually(() => listener.ticks.length >= 3, 60_000, 'three harvested slots');
       const leaders = [first, second].filter(isLeading);
       expect(leaders).toHaveLength(1);
       const [leader] = leaders;
       const follower = leader === first ? second : first;
       stoppedLeaderAt = Date.now();
       await leader!.stop();
-      await eventually(() => isLeading(follower), 5000, 'the follower to take the lead');
-      await sleep(4000);
+      await eventually(() => isLeading(follower), 30_000, 'the follower to take the lead');
+      const ticksAtHandOver = listener.ticks.length;
+      await eventually(
+        () => listener.ticks.length >= ticksAtHandOver + 4,
+        60_000,
+        'four slots harvested by the survivor',
+      );
       await follower.stop();
     } finally {
       await Promise.allSettled([first.stop(), second.stop()]);
@@ -93,7 +97,7 @@ describe('harvesting with several workers', () => {
 
     // One price event per written slot, no more.
     await listener.waitFor(slots.length);
-    await sleep(300);
+    await listener.settled();
     expect(listener.ticks.map((t) => t.at)).toEqual(slots.map((s) => s.time.toISOString()));
 
     // Nothing left failed in the queue.

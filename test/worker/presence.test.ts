@@ -2,7 +2,13 @@ import { execFile } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { enqueueJob } from '../../src/worker/jobs.ts';
+import { startWorkerPresence } from '../../src/worker/presence.ts';
+import { startWorkerRunner } from '../../src/worker/start.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { until } from '../support/wait.ts';
 
 // The worker presence connection (src/worker/presence.ts) gets worker ids in bursts (graphile-worker
 // creates its concurrency's workers at once) and sweeps beside them. pg warns once per process when
@@ -73,4 +79,53 @@ test('a burst of worker ids and sweeps uses the presence connection one query at
   // Serialised, not dropped: every id got its lock, and every release gave it back.
   expect(result.heldAfterCreate).toBe(24);
   expect(result.heldAfterRelease).toBe(0);
+}, 90_000);
+
+test('a job running past the sweep grace belongs to a live worker: no sweep releases it', async () => {
+  let finish = () => {};
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  let runs = 0;
+  const runner = await startWorkerRunner(runtime, {
+    taskList: {
+      long_job: async () => {
+        runs++;
+        await finished;
+      },
+    },
+  });
+  const other = await startWorkerPresence({
+    connectionString: runtime.database.url,
+    logger: runtime.logger,
+  });
+  try {
+    await enqueueJob(runtime.pool, 'long_job', {});
+    // Locked longer than the sweep's grace (5 s), as a long load is: fair game if nobody held it.
+    await until(
+      () =>
+        runtime.pool.exists(sql.unsafe`
+          SELECT 1 FROM graphile_worker.jobs
+           WHERE task_identifier = 'long_job' AND locked_at < now() - interval '6 seconds'`),
+      60_000,
+      'the job to run for a while',
+    );
+    // Another process's sweep finds the lock of the pool that runs it held.
+    expect(await other.sweep()).toEqual([]);
+    finish();
+    await until(
+      async () =>
+        !(await runtime.pool.exists(
+          sql.unsafe`SELECT 1 FROM graphile_worker.jobs WHERE task_identifier = 'long_job'`,
+        )),
+      30_000,
+      'the job to complete',
+    );
+    expect(runs).toBe(1);
+  } finally {
+    finish();
+    await other.stop();
+    await runner.stop();
+  }
+  const attempts = await runtime.pool.anyFirst(sql.type(z.object({ attempts: z.number() }))`
+    SELECT attempts FROM graphile_worker.jobs WHERE task_identifier = 'long_job'`);
+  expect(attempts).toEqual([]);
 }, 90_000);

@@ -33,14 +33,12 @@ function tickerFor(name: string, label: string, seen: Recorded[], intervalMs = 1
   });
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('ticker', () => {
   test('ticks once per slot, on the epoch-aligned grid', async () => {
     const seen: Recorded[] = [];
     const ticker = tickerFor('cadence', 'a', seen);
     const started = Date.now();
-    await sleep(5000);
+    await eventually(() => seen.length >= 5, 60_000, 'five ticks');
     await ticker.stop();
     const elapsedSlots = (Date.now() - started) / 1000;
 
@@ -64,7 +62,9 @@ describe('ticker', () => {
     const a = tickerFor('election', 'a', seen);
     await eventually(() => a.isLeader(), 5000, 'a to lead');
     const b = tickerFor('election', 'b', seen);
-    await sleep(2500);
+    // b retries the election every 200 ms: a's two further ticks give it many tries to misbehave.
+    const ticksBeforeB = seen.length;
+    await eventually(() => seen.length >= ticksBeforeB + 2, 30_000, 'two more ticks of a');
     expect(a.isLeader()).toBe(true);
     expect(b.isLeader()).toBe(false);
     expect(seen.every((s) => s.ticker === 'a')).toBe(true);
@@ -75,7 +75,7 @@ describe('ticker', () => {
     await a.stop();
     await eventually(() => b.isLeader(), 5000, 'b to take over');
     const takeover = Date.now() - stoppedAt;
-    await sleep(2500);
+    await eventually(() => seen.length >= ticksOfA + 2, 30_000, 'two ticks of b');
     await b.stop();
 
     expect(takeover).toBeLessThan(3000);

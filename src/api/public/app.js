@@ -1,7 +1,9 @@
 import { io } from '/websocket/socket.io.esm.min.js';
 import { api } from './api.js';
 import { PriceChart } from './chart.js';
+import { flash } from './flash.js';
 import { money, percent, price, shares } from './format.js';
+import { MarketsTable } from './markets.js';
 
 // The dashboard: REST for sign-in, history and changes; Socket.IO (/websocket, namespace
 // /trader) for live prices and portfolio values. Every failure is shown to the person.
@@ -11,7 +13,7 @@ const $ = (selector) => document.querySelector(selector);
 const state = {
   signedIn: false,
   account: null,
-  currencies: new Map(), // code → { name, value, first, timestamp }
+  currencies: new Map(), // code → { name, logoUrl, value, timestamp, open24h, change24h, … }
   chartCode: null,
   chartRange: { hours: 1, intervalSeconds: 60 },
   socket: null,
@@ -82,6 +84,7 @@ function connect() {
   });
   socket.on('snapshot', (snapshot) => {
     for (const p of snapshot.prices) applyPrice(p, false);
+    markets.order();
     if (snapshot.portfolio) renderPortfolio(snapshot.portfolio);
     if (snapshot.error) toast(snapshot.error.message);
   });
@@ -98,20 +101,6 @@ function connect() {
 
 // ---------- prices ----------
 
-const FLASH = {
-  up: 'rgba(52, 211, 153, 0.28)',
-  down: 'rgba(248, 113, 113, 0.28)',
-  neutral: 'rgba(45, 212, 191, 0.22)',
-};
-
-// Web Animations, not class toggling: restarting a CSS animation forces a layout per row.
-function flash(element, direction = 'neutral') {
-  element?.animate([{ backgroundColor: FLASH[direction] }, { backgroundColor: 'transparent' }], {
-    duration: 900,
-    easing: 'ease-out',
-  });
-}
-
 // Prices arrive in bursts (one per currency each harvest): apply them once per frame.
 let queued = new Map();
 function queuePrice(p) {
@@ -122,67 +111,29 @@ function flushPrices() {
   const batch = queued;
   queued = new Map();
   for (const p of batch.values()) applyPrice(p, true);
+  markets.order(); // sorted by a moving column, the rows follow
 }
 
 function applyPrice({ code, value, timestamp }, live) {
   const entry = state.currencies.get(code);
   if (!entry) return;
   const before = entry.value;
-  entry.value = value;
+  withPrice(entry, value);
   entry.timestamp = timestamp;
-  const row = document.querySelector(`#price-table tr[data-code="${code}"]`);
-  if (row) {
-    row.querySelector('.value').textContent = price(value);
-    renderChange(row.querySelector('.change'), entry);
-    if (live && value !== before) flash(row, value > before ? 'up' : 'down');
-  }
+  markets.update(code, before, live);
   if (code === state.chartCode) {
     $('#chart-price').textContent = price(value);
     if (live) chart.extend(timestamp, value);
   }
 }
 
-function renderChange(cell, entry) {
-  const change = ((entry.value - entry.first) / entry.first) * 100;
-  cell.textContent = percent(change);
-  cell.className = `num change ${change > 0 ? 'up' : change < 0 ? 'down' : ''}`;
-}
-
-function renderPriceTable() {
-  const body = $('#price-table tbody');
-  body.replaceChildren();
-  for (const [code, entry] of state.currencies) {
-    const row = document.createElement('tr');
-    row.dataset.code = code;
-    row.tabIndex = 0;
-    row.title = `Chart ${entry.name}`;
-    const name = document.createElement('td');
-    name.innerHTML = '<span class="code"></span><span class="name"></span>';
-    name.querySelector('.code').textContent = code;
-    name.querySelector('.name').textContent = entry.name;
-    const value = document.createElement('td');
-    value.className = 'num value';
-    value.textContent = price(entry.value);
-    const change = document.createElement('td');
-    renderChange(change, entry);
-    row.append(name, value, change);
-    row.addEventListener('click', () => selectChart(code));
-    row.addEventListener('keydown', (e) => e.key === 'Enter' && selectChart(code));
-    body.append(row);
-  }
-  $('#prices-empty').hidden = state.currencies.size > 0;
-  filterPrices();
-}
-
-function filterPrices() {
-  const query = $('#price-filter').value.trim().toLowerCase();
-  for (const row of document.querySelectorAll('#price-table tbody tr')) {
-    const entry = state.currencies.get(row.dataset.code);
-    row.hidden =
-      query !== '' &&
-      !row.dataset.code.toLowerCase().includes(query) &&
-      !entry.name.toLowerCase().includes(query);
-  }
+// A live price keeps the 24-hour statistics of the last snapshot current: the change is taken
+// against the same opening price the API used (its change24h), high and low widen.
+function withPrice(entry, value) {
+  entry.value = value;
+  if (entry.open24h) entry.change24h = ((value - entry.open24h) / entry.open24h) * 100;
+  if (entry.high24h !== null) entry.high24h = Math.max(entry.high24h, value);
+  if (entry.low24h !== null) entry.low24h = Math.min(entry.low24h, value);
 }
 
 function fillCurrencySelects() {
@@ -195,23 +146,57 @@ function fillCurrencySelects() {
   }
 }
 
+const markets = new MarketsTable({
+  table: $('#price-table'),
+  filter: $('#price-filter'),
+  empty: $('#prices-empty'),
+  currencies: state.currencies,
+  onPick: (code) => void selectChart(code, { reveal: true }),
+});
+
+function entryOf(c) {
+  return {
+    name: c.currencyName,
+    logoUrl: c.logoUrl,
+    value: c.value,
+    timestamp: c.lastUpdated,
+    open24h: c.open24h ?? null,
+    high24h: c.high24h ?? null,
+    low24h: c.low24h ?? null,
+    volume24h: c.volume24h ?? null,
+    change24h: c.change24h ?? null,
+  };
+}
+
+/** The snapshot of every currency; a changed set of currencies rebuilds the table. */
 async function loadCurrencies() {
   const { currencies } = await api.currencies();
-  state.currencies = new Map(
-    currencies.map((c) => [
-      c.currencyCode,
-      { name: c.currencyName, value: c.value, first: c.value, timestamp: c.lastUpdated },
-    ]),
-  );
-  renderPriceTable();
+  const sameSet =
+    currencies.length === state.currencies.size &&
+    currencies.every((c) => state.currencies.has(c.currencyCode));
+  for (const c of currencies) {
+    const kept = state.currencies.get(c.currencyCode);
+    state.currencies.set(c.currencyCode, { ...kept, ...entryOf(c) });
+  }
+  if (sameSet) {
+    markets.refresh();
+    return;
+  }
+  const listed = new Set(currencies.map((c) => c.currencyCode));
+  for (const code of state.currencies.keys()) if (!listed.has(code)) state.currencies.delete(code);
+  markets.render();
   fillCurrencySelects();
 }
+
+// The 24-hour window slides and volume is not in the live prices: a fresh snapshot each minute.
+const STATS_REFRESH_MS = 60_000;
 
 // ---------- chart ----------
 
 const chart = new PriceChart($('#chart'));
 
-async function selectChart(code) {
+/** `reveal`: a person picked it from the list; on a phone, bring the chart into view. */
+async function selectChart(code, { reveal = false } = {}) {
   state.chartCode = code;
   $('#chart-code').value = code;
   const entry = state.currencies.get(code);
@@ -227,7 +212,7 @@ async function selectChart(code) {
     $('#chart-change').textContent =
       first && entry ? `${percent(((entry.value - first) / first) * 100)} over ${hours} h` : '';
   });
-  if (window.matchMedia('(max-width: 800px)').matches) {
+  if (reveal && window.matchMedia('(max-width: 800px)').matches) {
     $('.chart-card').scrollIntoView({ behavior: 'smooth', block: 'start' });
   }
 }
@@ -390,7 +375,6 @@ function wireForms() {
       { button: event.submitter },
     );
   });
-  $('#price-filter').addEventListener('input', filterPrices);
   $('#chart-code').addEventListener('change', (e) => void selectChart(e.target.value));
   $('#chart-range').addEventListener('change', (e) => {
     const [hours, intervalSeconds] = e.target.value.split(':').map(Number);
@@ -421,6 +405,7 @@ async function start() {
     await loadCurrencies().catch(() => {});
     if (state.currencies.size > 0) connect();
   }
+  setInterval(() => void loadCurrencies().catch(() => {}), STATS_REFRESH_MS);
   const firstCode = state.currencies.keys().next().value;
   if (firstCode) await selectChart(firstCode);
 }

@@ -5,6 +5,14 @@ import { price } from './format.js';
 // newer bucket starts a new point (buckets carry their first price, as the history route does);
 // a price within the last bucket moves a trailing "now" point.
 
+const measure = document.createElement('canvas').getContext('2d');
+
+function labelWidth(self, values) {
+  measure.font = self.axes[1]?.font?.[0] ?? '12px system-ui';
+  const widest = Math.max(0, ...(values ?? []).map((v) => measure.measureText(v).width));
+  return Math.ceil(widest / devicePixelRatio) + 24;
+}
+
 export class PriceChart {
   constructor(element) {
     this.element = element;
@@ -61,7 +69,8 @@ export class PriceChart {
           {
             stroke: '#8b9bb4',
             grid: { stroke: 'rgba(139,155,180,0.12)' },
-            size: 80,
+            // Wide enough for the longest label ("$31,800.00"), measured rather than guessed.
+            size: labelWidth,
             values: (_, ticks) => ticks.map((v) => price(v)),
           },
         ],

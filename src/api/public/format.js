@@ -8,8 +8,8 @@ export function money(value) {
 
 export function price(value) {
   if (!Number.isFinite(value)) return '—';
-  if (value >= 1) return usd.format(value);
-  const digits = Math.min(10, Math.max(2, 2 - Math.floor(Math.log10(value)) + 2));
+  if (Math.abs(value) >= 1 || value === 0) return usd.format(value);
+  const digits = Math.min(10, Math.max(2, 2 - Math.floor(Math.log10(Math.abs(value))) + 2));
   return `$${value.toFixed(digits)}`;
 }
 
@@ -19,6 +19,14 @@ export function shares(value) {
 
 export function percent(value) {
   if (!Number.isFinite(value)) return '';
-  const sign = value > 0 ? '+' : '';
-  return `${sign}${value.toFixed(2)} %`;
+  const rounded = Number(value.toFixed(2)) || 0; // no "-0.00"
+  const sign = rounded > 0 ? '+' : '';
+  return `${sign}${rounded.toFixed(2)} %`;
+}
+
+const short = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 2 });
+
+/** 1234567 → "1.23M". */
+export function compact(value) {
+  return Number.isFinite(value) ? short.format(value) : '—';
 }

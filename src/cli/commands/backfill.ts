@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { shippedCurrencies, upsertCurrencies } from '../../data/currencies/catalog.ts';
@@ -16,6 +16,9 @@ import { expandInputs, planFile, type PlannedFile } from '../../data/ingest/file
 import { importFile } from '../../data/ingest/importFile.ts';
 import { enqueueFileJobs, enqueueSliceJobs } from '../../data/ingest/jobs.ts';
 import { failedResult } from '../../data/ingest/loader.ts';
+import { SIMULATED_SOURCE } from '../../data/ingest/simulated/days.ts';
+import { enqueueSimulatedHistory, simulatedOnly } from '../../data/ingest/simulated/firstStart.ts';
+import { loadSimulatedHistory } from '../../data/ingest/simulated/simulatedHistory.ts';
 import {
   formatSummary,
   SummaryCollector,
@@ -41,7 +44,8 @@ interface BackfillOptions {
   enqueue?: boolean;
   json?: boolean;
   code?: string;
-  source?: ExchangeSource;
+  source?: ExchangeSource | typeof SIMULATED_SOURCE;
+  days?: number;
   from?: string;
   to?: string;
   interval: string;
@@ -49,7 +53,6 @@ interface BackfillOptions {
   all?: boolean;
   sinceLast?: boolean;
   prepend?: boolean;
-  days?: string;
 }
 
 export function registerBackfillCommand(program: Command) {
@@ -67,7 +70,18 @@ export function registerBackfillCommand(program: Command) {
     )
     .option('--code <code>', 'currency: for --source, or for files without a code column')
     .addOption(
-      new Option('--source <exchange>', 'backfill from an exchange API').choices(EXCHANGE_SOURCES),
+      new Option(
+        '--source <source>',
+        "backfill from an exchange API, or the simulated market's own past (MARKET_SOURCE=simulated)",
+      ).choices([...EXCHANGE_SOURCES, SIMULATED_SOURCE]),
+    )
+    .addOption(
+      new Option(
+        '--days <n>',
+        'with --source: the last N days (simulated: default 30, at most 366), or N days before the earliest stored candle with --prepend',
+      )
+        .argParser(parseDays)
+        .default(undefined),
     )
     .option('--from <time>', 'with --source: start (ISO 8601, UTC unless a zone is given)')
     .option('--to <time>', 'with --source: end, exclusive (ISO 8601)')
@@ -86,10 +100,6 @@ export function registerBackfillCommand(program: Command) {
       "with --source: from each currency's last stored candle to now (--days N for those with none)",
     )
     .option(
-      '--days <n>',
-      'with --source: the last N days, or N days before the earliest with --prepend',
-    )
-    .option(
       '--prepend',
       'with --source and --days: extend history N days backwards from the earliest stored candle',
     )
@@ -103,12 +113,12 @@ whose every row is rejected loads nothing and is not recorded. A --strict run re
 that an earlier run without --strict loaded with rejected rows, and reports it rejected (exit 1):
 --strict writes nothing of it, and the rows that earlier run stored stay.
 
-Incremental (--since-last, --days, --prepend, --all): each currency's range follows from what is
-stored; it is loaded one day slice at a time, each slice committed and recorded with its rows, so
-a killed run is resumed by running it again and nothing is loaded twice. One progress bar covers
-the whole run (on a terminal; plain lines on stderr otherwise), then one line per currency: rows
-loaded, rows skipped as already stored, and the range asked for. Currencies without a stored
-candle are left alone by --since-last without --days and by --prepend.
+Incremental (--since-last, --days, --prepend, --all with an exchange): each currency's range
+follows from what is stored; it is loaded one day slice at a time, each slice committed and
+recorded with its rows, so a killed run is resumed by running it again and nothing is loaded
+twice. One progress bar covers the whole run (on a terminal; plain lines on stderr otherwise),
+then one line per currency: rows loaded, rows skipped as already stored, and the range asked for.
+Currencies without a stored candle are left alone by --since-last without --days and by --prepend.
 Page sizes: Binance 1,000 candles a call, Coinbase 300; Kraken serves only its last 720 candles of
 each size (12 hours of 1m candles), so older ranges are cut to what it has.
 
@@ -119,7 +129,8 @@ Examples:
   $ platform backfill --source binance --code BTC --from 2025-01-01 --to 2025-02-01 --interval 1h
   $ platform backfill --source binance --all --since-last --days 30
   $ platform backfill --source coinbase --all --days 7
-  $ platform backfill --source binance --all --prepend --days 90`,
+  $ platform backfill --source binance --all --prepend --days 90
+  $ platform backfill --source simulated --days 7`,
     );
   withExitCodes(backfill, {
     ok:
@@ -132,14 +143,20 @@ Examples:
   });
   backfill.action(async (paths: string[], options: BackfillOptions, command: Command) => {
     const usage = (message: string) => command.error(`error: ${message}`, { exitCode: EXIT.usage });
-    if (isIncremental(options)) {
+    if (options.source !== SIMULATED_SOURCE && isIncremental(options)) {
       const incremental = incrementalOptions(paths, options, usage);
       const config = configFromCommand(command);
       await prepareDatabase(config);
       process.exitCode = await runIncrementalBackfill(config, incremental);
       return;
     }
-    if (options.source) {
+    if (options.source === SIMULATED_SOURCE) {
+      if (paths.length > 0) usage('give either paths or --source, not both');
+      if (options.from || options.to) usage('--source simulated takes --days, not --from/--to');
+      if ((options.days ?? 0) > 366) usage('--source simulated takes at most 366 days');
+      if (options.all || options.sinceLast || options.prepend)
+        usage('--all, --since-last and --prepend go with an exchange, not --source simulated');
+    } else if (options.source) {
       if (paths.length > 0) usage('give either paths or --source, not both');
       if (!options.code || !options.from || !options.to) {
         usage('--source needs --code, --from and --to');
@@ -148,10 +165,18 @@ Examples:
       usage('give files or directories to load, or --source with --code, --from and --to');
     }
     const config = configFromCommand(command);
+    if (options.source === SIMULATED_SOURCE && !simulatedOnly(config)) {
+      usage(
+        'simulated history goes only into a platform on the simulated market (MARKET_SOURCE=simulated): it would mix invented prices with real ones',
+      );
+    }
     await prepareDatabase(config);
-    const summary = options.source
-      ? await backfillFromExchange(config, options, usage)
-      : await backfillFiles(config, paths, options);
+    const summary =
+      options.source === SIMULATED_SOURCE
+        ? await backfillSimulated(config, options)
+        : options.source
+          ? await backfillFromExchange(config, { ...options, source: options.source }, usage)
+          : await backfillFiles(config, paths, options);
     if (!summary) return;
     if (options.json) printJson(summary);
     else process.stdout.write(formatSummary(summary, options.source ? 'slice' : 'file'));
@@ -169,16 +194,16 @@ function incrementalOptions(
   o: BackfillOptions,
   usage: (message: string) => never,
 ): IncrementalOptions {
-  if (!o.source) usage('--all, --since-last, --days and --prepend need --source');
+  const source = o.source;
+  if (!source || source === SIMULATED_SOURCE)
+    usage('--all, --since-last, --days and --prepend need --source with an exchange');
   if (paths.length > 0) usage('give either paths or --source, not both');
   if (o.enqueue) usage('--enqueue works with --code, --from and --to only');
   if (o.all === !!o.code) usage('give either --all or --code');
   const code = o.code?.toUpperCase();
   if (code !== undefined && !/^[A-Z0-9]{1,15}$/.test(code))
     usage('--code must be 1 to 15 letters or digits');
-  const days = o.days === undefined ? undefined : Number(o.days);
-  if (days !== undefined && !(Number.isFinite(days) && days > 0 && days <= 36_500))
-    usage('--days must be a positive number of days (at most 36500)');
+  const days = o.days;
   const ranged = o.from !== undefined || o.to !== undefined;
   if ([o.sinceLast, o.prepend, ranged].filter(Boolean).length > 1)
     usage('give one of --since-last, --prepend or --from/--to');
@@ -196,7 +221,7 @@ function incrementalOptions(
   } else if (days !== undefined) mode = { kind: 'days', days };
   else usage('give --since-last, --days N, --prepend --days N or --from/--to');
   return {
-    source: o.source,
+    source,
     ...(code ? { code } : {}),
     mode,
     interval: o.interval,
@@ -303,9 +328,50 @@ async function backfillFiles(
   return collector.result();
 }
 
-async function backfillFromExchange(
+/**
+ * The simulated market's past, the same days a first start loads (see
+ * src/data/ingest/simulated/): existing rows win, so over stored prices it only fills gaps.
+ */
+async function backfillSimulated(
   config: Config,
   options: BackfillOptions,
+): Promise<BackfillSummary | null> {
+  const request = {
+    seed: config.MARKET_SIMULATED_SEED,
+    untilMs: Date.now(),
+    days: options.days ?? 30,
+    ...(options.code ? { codes: [options.code.toUpperCase()] } : {}),
+  };
+  if (options.enqueue) {
+    await withPool(config, (pool) => enqueueSimulatedHistory(pool, request));
+    reportEnqueued(1, 'simulated history', options.json);
+    return null;
+  }
+  const progress = createProgress(request.days, { quiet: !!options.json });
+  const collector = new SummaryCollector();
+  try {
+    const results = await loadSimulatedHistory(dedicatedConnection(config.DATABASE_URL), request, {
+      force: !!options.force,
+      onDay: (result) => progress.advance(1, result.read),
+    });
+    for (const result of results) collector.add(result);
+  } finally {
+    progress.stop();
+  }
+  return collector.result();
+}
+
+function parseDays(text: string): number {
+  const days = Number(text);
+  if (!Number.isInteger(days) || days < 1 || days > 36_500) {
+    throw new InvalidArgumentError('a whole number of days from 1 to 36500');
+  }
+  return days;
+}
+
+async function backfillFromExchange(
+  config: Config,
+  options: BackfillOptions & { source: ExchangeSource },
   usage: (message: string) => never,
 ): Promise<BackfillSummary | null> {
   const from = parseTimeOption(options.from ?? '', '--from', usage);

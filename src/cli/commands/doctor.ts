@@ -11,6 +11,7 @@ import { printable } from '../../shared/printable.ts';
 import { serverExtensionState } from '../../shared/provision.ts';
 import { checkRollups } from '../../data/history/doctorChecks.ts';
 import { checkKnownGaps } from '../../data/ingest/heal/doctorCheck.ts';
+import { checkSimulatedHistory } from '../../data/ingest/simulated/doctorCheck.ts';
 import { checkJobQueue, checkWorkers } from '../../worker/diagnostics.ts';
 import { workerCheck } from '../../worker/status.ts';
 import { configFromCommand, printJson } from '../context.ts';
@@ -32,6 +33,7 @@ export const EXTRA_CHECKS: DoctorCheck[] = [
   checkFeed,
   checkRollups,
   checkKnownGaps,
+  checkSimulatedHistory,
 ];
 
 async function serverChecks(url: string): Promise<Check[]> {

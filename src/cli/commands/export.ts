@@ -10,6 +10,7 @@ import {
 } from '../../data/history/candleOutput.ts';
 import { streamCandles } from '../../data/history/candleQuery.ts';
 import { candleExportQuery, candleParams } from '../../data/routes/candles/schema.ts';
+import { runAbandonable } from '../../shared/abandonment.ts';
 import { NotFoundError, ValidationError } from '../../shared/errors.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
 import { configFromCommand } from '../context.ts';
@@ -75,7 +76,9 @@ export function registerExportCommand(program: Command) {
     'Rows are the same as GET /data/candles/{code}.',
   );
   withExitCodes(exportCommand, {
-    ok: 'every candle of the window written (none is not an error)',
+    ok:
+      'every candle of the window written (none is not an error), or the reader\n' +
+      'of stdout stopped reading (`| head`)',
     failure: 'unknown currency, or the database or the output failed',
     usage: 'bad option (a bad code, window, interval, time zone …) or bad configuration',
   });
@@ -83,6 +86,9 @@ export function registerExportCommand(program: Command) {
     const { code: currency, input } = parseInput(code, options, command);
     const config = configFromCommand(command);
     const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 2 });
+    // When the reader goes away, the query streaming to it is cancelled at once (as for an HTTP
+    // client that hangs up) instead of holding its connection until the driver's deadline.
+    const readerGone = new AbortController();
     try {
       if (!(await currencyExists(pool, currency))) {
         throw new NotFoundError(`unknown currency '${currency}'`, 'unknown_currency');
@@ -90,11 +96,20 @@ export function registerExportCommand(program: Command) {
       await assertZoneKnownToDatabase(pool, input.tz);
       const request = candleRequestFrom(currency, input);
       const lines = input.format === 'csv' ? csvLines : ndjsonLines;
-      await streamCandles(pool, request, (rows) =>
-        pipeline(Readable.from(lines(rows)), process.stdout, { end: false }),
+      await runAbandonable(readerGone.signal, () =>
+        streamCandles(pool, request, (rows) =>
+          pipeline(Readable.from(lines(rows)), process.stdout, { end: false }).catch(
+            (error: unknown) => {
+              if ((error as { code?: string }).code === 'EPIPE') readerGone.abort(error);
+              throw error;
+            },
+          ),
+        ),
       );
     } catch (error) {
       if (error instanceof ValidationError) usageError(command, error);
+      // The reader of stdout has all it wants (`| head`): stopping is the answer, not an error.
+      if (readerGone.signal.aborted) return;
       throw error;
     } finally {
       await pool.end();

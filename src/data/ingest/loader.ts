@@ -38,7 +38,7 @@ import {
 export interface UnitSpec {
   /** Completion record key; null for units that are not recorded (HTTP bulk requests). */
   key: string | null;
-  kind: 'file' | 'exchange';
+  kind: 'file' | 'exchange' | 'simulated';
   label: string;
   /** The `source` column of the rows, and the metrics label. */
   source: string;

@@ -3,7 +3,7 @@ import type { LoadPath, Rejection } from './types.ts';
 
 export interface CompletedUnit {
   key: string;
-  kind: 'file' | 'exchange';
+  kind: 'file' | 'exchange' | 'simulated';
   source: string;
   label: string;
   contentSha256?: string | undefined;
