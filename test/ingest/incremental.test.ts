@@ -188,6 +188,7 @@ describe('platform backfill, incremental', () => {
       ['--source', 'binance', '--all', '--code', 'BTC', '--days', '1'],
       ['--source', 'binance', '--all', '--since-last', '--prepend', '--days', '1'],
       ['--all', '--days', '1'],
+      ['--source', 'binance', '--days', '1'],
       ['--source', 'binance', '--all', '--days', '-3'],
     ]) {
       const result = await backfill(...args);

@@ -199,7 +199,7 @@ function incrementalOptions(
     usage('--all, --since-last, --days and --prepend need --source with an exchange');
   if (paths.length > 0) usage('give either paths or --source, not both');
   if (o.enqueue) usage('--enqueue works with --code, --from and --to only');
-  if (o.all === !!o.code) usage('give either --all or --code');
+  if (!!o.all === !!o.code) usage('give either --all or --code');
   const code = o.code?.toUpperCase();
   if (code !== undefined && !/^[A-Z0-9]{1,15}$/.test(code))
     usage('--code must be 1 to 15 letters or digits');
