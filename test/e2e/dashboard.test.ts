@@ -12,7 +12,8 @@ import { newAccount } from '../support/apiClient.ts';
 import { DEBIAN_CHROMIUM, ensureChromium } from '../support/chromium.ts';
 import { serve } from '../support/http.ts';
 import { noisePng } from '../support/images.ts';
-import { eventually, listenToTicks } from '../support/priceTicks.ts';
+import { listenToTicks } from '../support/priceTicks.ts';
+import { eventually } from '../support/wait.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 // The dashboard in a real browser: headless Chromium (Debian's `chromium` package, driven by
