@@ -23,6 +23,25 @@ export type DisplayCurrency = z.infer<typeof displayCurrency>;
 
 const currencyList = z.object({ currencies: z.array(displayCurrency) });
 const timeValues = z.array(z.object({ timestamp: z.string(), value: z.number() }));
+const candles = z.array(
+  z.object({
+    timestamp: z.string(),
+    open: z.number().nullable(),
+    high: z.number().nullable(),
+    low: z.number().nullable(),
+    close: z.number().nullable(),
+    volume: z.number(),
+    count: z.number(),
+  }),
+);
+export type Candle = z.infer<typeof candles>[number];
+
+export interface CandleWindow {
+  hours: number;
+  intervalSeconds: number;
+  /** IANA zone: buckets of a day or more start at its local midnight. */
+  timeZone?: string;
+}
 
 export interface PricePoint {
   /** Bucket start, epoch milliseconds. */
@@ -97,6 +116,25 @@ export class DataClient {
     }
     const points = await this.readJson(response, 'history', timeValues);
     return points.map((p) => ({ time: Date.parse(p.timestamp), value: p.value }));
+  }
+
+  /**
+   * OHLCV candles from the data module's candle route (the analysts' route, same rules and
+   * alignment); an unknown code or no data gives []. Aborted with an abandoned request.
+   */
+  async candles(code: string, window: CandleWindow): Promise<Candle[]> {
+    const query = new URLSearchParams({
+      hours: String(window.hours),
+      interval: String(window.intervalSeconds),
+    });
+    if (window.timeZone) query.set('tz', window.timeZone);
+    const path = `/data/candles/${encodeURIComponent(code)}?${query.toString()}`;
+    const response = await this.request(path, 'candles', abandonmentSignal());
+    if (response.status === 204 || response.status === 404) {
+      await response.body?.cancel();
+      return [];
+    }
+    return this.readJson(response, 'candles', candles);
   }
 
   /**

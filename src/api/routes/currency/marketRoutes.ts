@@ -7,6 +7,9 @@ import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { findCurrency } from '../../currencyKeys.ts';
 import { performanceOf } from '../../performance.ts';
 import {
+  candleParams,
+  candleQuery,
+  candleSchema,
   currencyListSchema,
   historyParams,
   performanceParams,
@@ -99,6 +102,56 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
         ctx.body = points.map((p) => ({
           timestamp: new Date(p.time).toISOString(),
           value: p.value,
+        }));
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/api/currency/candles/{code}',
+      operationId: 'currencyCandles',
+      cancelWhenAbandoned: true,
+      summary: 'OHLCV candles of a currency (the chart of the dashboard)',
+      description:
+        'The data module’s candles over the last `hours`, `intervalSeconds` wide, stamped with ' +
+        'their start; with `tz`, candles of a day or more start at that zone’s midnight. Empty ' +
+        'buckets are left out.',
+      tags: ['currency'],
+      params: candleParams,
+      query: candleQuery,
+      responses: {
+        200: { description: 'Candles, oldest first', schema: z.array(candleSchema) },
+        204: { description: 'No price in the window' },
+      },
+      errors: [400, 404, 503],
+      handler: async (ctx, { params, query }) => {
+        assertWithinPointCap(
+          maxBucketsOverHours(query.hours, query.intervalSeconds),
+          deps.maxPoints,
+          { parameter: 'intervalSeconds', advice: 'use a larger intervalSeconds' },
+        );
+        if (!(await deps.data.currentPrice(params.code))) {
+          throw new NotFoundError(`Unknown currency '${params.code}'`, 'unknown_currency');
+        }
+        const candles = await deps.data.candles(params.code, {
+          hours: query.hours,
+          intervalSeconds: query.intervalSeconds,
+          ...(query.tz ? { timeZone: query.tz } : {}),
+        });
+        const filled = candles.filter((c) => c.count > 0 && c.open !== null);
+        if (filled.length === 0) {
+          ctx.status = 204;
+          return;
+        }
+        ctx.body = filled.map((c) => ({
+          timestamp: c.timestamp,
+          open: c.open,
+          high: c.high,
+          low: c.low,
+          close: c.close,
+          volume: c.volume,
         }));
       },
     }),
