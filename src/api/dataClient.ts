@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { abandonmentSignal, RequestAbandonedError } from '../shared/abandonment.ts';
-import { DependencyUnavailableError } from '../shared/errors.ts';
+import { DependencyUnavailableError, OverloadedError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import { counter } from '../shared/metrics.ts';
 
@@ -241,10 +241,20 @@ export class DataClient {
     return this.options.token ? { authorization: `Bearer ${this.options.token}` } : {};
   }
 
-  /** Counts and logs an answer the API cannot use, and fails with 503 for our caller. */
+  /**
+   * Counts and logs an answer the API cannot use, and fails with 503 for our caller: shed by the
+   * data module at capacity, with its Retry-After; anything else as unavailable.
+   */
   private async failed(response: Response, route: string): Promise<never> {
-    await response.body?.cancel();
-    dataCalls.inc({ route, outcome: `status_${response.status}` });
+    const shed = response.status === 503 && (await errorCode(response)) === 'overloaded';
+    if (!response.bodyUsed) await response.body?.cancel();
+    dataCalls.inc({ route, outcome: shed ? 'shed' : `status_${response.status}` });
+    if (shed) {
+      throw new OverloadedError(
+        Number(response.headers.get('retry-after')) || 1,
+        'The market-data module is at capacity; retry shortly.',
+      );
+    }
     const level = response.status === 401 || response.status === 403 ? 'error' : 'warn';
     this.options.logger[level](
       { status: response.status, route },
@@ -273,6 +283,16 @@ export class DataClient {
       throw new DependencyUnavailableError(UNAVAILABLE, parsed.error);
     }
     return parsed.data;
+  }
+}
+
+/** The `error.code` of an error answer, if it has one. */
+async function errorCode(response: Response): Promise<string | undefined> {
+  try {
+    const body = (await response.json()) as { error?: { code?: unknown } };
+    return typeof body.error?.code === 'string' ? body.error.code : undefined;
+  } catch {
+    return undefined;
   }
 }
 

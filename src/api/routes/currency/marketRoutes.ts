@@ -1,3 +1,4 @@
+import type { Middleware } from 'koa';
 import { z } from 'zod';
 import { NotFoundError } from '../../../shared/errors.ts';
 import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
@@ -23,6 +24,8 @@ import {
 export interface MarketRouteDeps {
   data: DataClient;
   maxPoints: number;
+  /** Per-client rate limit of history reads (anonymous callers strictest). */
+  limitRate: Middleware;
 }
 
 export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteDeps) {
@@ -73,6 +76,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       path: '/api/currency/history/{code}',
       operationId: 'currencyHistory',
       cancelWhenAbandoned: true,
+      before: [deps.limitRate],
       summary: 'Price history of a currency at a chosen resolution',
       description:
         'Epoch-aligned buckets of `intervalSeconds` over the last `hours`, each stamped with its ' +
@@ -84,7 +88,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
         200: { description: 'Points, oldest first', schema: z.array(timeValueSchema) },
         204: { description: 'No price in the window' },
       },
-      errors: [400, 404, 503],
+      errors: [400, 404, 429, 503],
       handler: async (ctx, { params, query }) => {
         assertWithinPointCap(
           maxBucketsOverHours(query.hours, query.intervalSeconds),
