@@ -203,7 +203,9 @@ async function walkThrough() {
 
     // The expected 422 of the refused removal is the only error the browser reported.
     // The 401 of isloggedin while signed out and the 422 of the refused removal are expected.
-    expect(problems.filter((p) => !/\b(401|422)\b/.test(p))).toEqual([]);
+    // 429: the sparklines of an anonymous visitor reach the history routes' rate limit; the
+    // table pauses them and carries on (the rest of the walk-through shows it working).
+    expect(problems.filter((p) => !/\b(401|422|429)\b/.test(p))).toEqual([]);
   }
 }
 

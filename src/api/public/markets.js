@@ -10,6 +10,7 @@ const WEEK_HOURS = 168;
 const WEEK_INTERVAL = 4 * 3600; // 42 points: enough for a line 80 pixels wide
 const SPARK = { width: 80, height: 26 };
 const PARALLEL_SPARKS = 4;
+const SPARK_PAUSE_MS = 30_000;
 
 /** Sort key of each column; null sorts last either way. */
 const SORT_KEYS = {
@@ -33,6 +34,7 @@ export class MarketsTable {
     this.sort = { key: 'value', descending: true };
     this.sparkQueue = [];
     this.sparksRunning = 0;
+    this.pausedUntil = 0;
     this.sparkObserver = new IntersectionObserver((seen) => this.sparksSeen(seen), {
       root: table.closest('.table-wrap'),
       rootMargin: '100px',
@@ -174,11 +176,19 @@ export class MarketsTable {
   }
 
   drawSparks() {
+    if (this.pausedUntil > Date.now()) return;
     while (this.sparksRunning < PARALLEL_SPARKS && this.sparkQueue.length > 0) {
       const cell = this.sparkQueue.shift();
       this.sparksRunning++;
       this.spark(cell)
-        .catch(() => {
+        .catch((error) => {
+          if (error?.status === 429) {
+            // Over the history routes' rate limit: the rest waits, nothing is lost.
+            this.sparkQueue.unshift(cell);
+            this.pausedUntil = Date.now() + SPARK_PAUSE_MS;
+            setTimeout(() => this.drawSparks(), SPARK_PAUSE_MS);
+            return;
+          }
           cell.textContent = '—'; // a missing sparkline is not worth a notice
         })
         .finally(() => {
