@@ -33,6 +33,7 @@ function documentsOnlyRuntime(): Runtime {
     config,
     logger: createLogger('silent'),
     pool: refuse as Runtime['pool'],
+    readPool: refuse as Runtime['readPool'],
     // node-postgres pools connect on first use only, which never comes.
     pgPool: new pg.Pool({ connectionString: config.DATABASE_URL }),
     close: async () => {},

@@ -9,19 +9,13 @@ import {
 import { createPriceSources, type PriceSource } from '../src/data/market/sources/index.ts';
 import { recordHarvest } from '../src/data/prices/recordHarvest.ts';
 import type { Logger } from '../src/shared/logger.ts';
-import { counter, histogram } from '../src/shared/metrics.ts';
+import { counter, harvestCycleDuration as cycleDuration } from '../src/shared/metrics.ts';
 import type { Runtime } from '../src/shared/runtime.ts';
 import { slotTask, type SlotContext } from '../src/worker/recurring.ts';
 import { claimSlot } from '../src/worker/slots.ts';
 
 export const HARVEST_TASK = 'harvest_prices';
 
-const cycleDuration = histogram(
-  'harvest_cycle_duration_seconds',
-  'Duration of a harvest cycle (fetch and write), by outcome.',
-  ['outcome'],
-  [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-);
 const pricesWritten = counter(
   'harvest_prices_written_total',
   'Prices written by harvest cycles, by source.',

@@ -25,6 +25,7 @@ import { listen } from '../../src/shared/http/server.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
 import { writeMinutePricesCsv } from '../../test/support/prices.ts';
+import { runFlood } from './flood.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -217,4 +218,6 @@ async function main() {
   process.exitCode = failed ? 1 : 0;
 }
 
-await main();
+// `npm run bench:load -- --flood`: the admission-control scenario (flood.ts) instead.
+if (process.argv.includes('--flood')) await runFlood();
+else await main();

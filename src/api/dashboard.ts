@@ -6,14 +6,19 @@ import { fileURLToPath } from 'node:url';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 
-// The web dashboard: a few static files from src/api/public, plus uPlot and the currency icons
+// The web dashboard: a few static files from src/api/public, plus lightweight-charts and the currency icons
 // (cryptocurrency-icons) from node_modules (no CDN). Everything is read once at start, answered with an ETag and `no-cache` (the browser
 // revalidates and gets a 304 while nothing changed), and under a strict Content-Security-Policy:
 // scripts and styles from our own origin only, no inline code.
 
 const PUBLIC_DIR = fileURLToPath(new URL('./public/', import.meta.url));
 const require = createRequire(import.meta.url);
-const UPLOT_DIR = path.dirname(require.resolve('uplot/dist/uPlot.esm.js'));
+// The standalone build bundles its one dependency (fancy-canvas): a browser imports it as is.
+const CHARTS = path.join(
+  path.dirname(require.resolve('lightweight-charts/package.json')),
+  'dist',
+  'lightweight-charts.standalone.production.mjs',
+);
 const ICON_DIR = path.join(
   path.dirname(require.resolve('cryptocurrency-icons/package.json')),
   'svg',
@@ -25,6 +30,7 @@ const LOGO_ROUTE = '/assets/cryptofont/:file';
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
   '.svg': 'image/svg+xml',
 };
@@ -70,8 +76,7 @@ function dashboardAssets(): Map<string, Asset> {
     ['/app/markets.js', asset(inPublic('markets.js'))],
     ['/app/styles.css', asset(inPublic('styles.css'))],
     ['/app/favicon.svg', asset(inPublic('favicon.svg'))],
-    ['/app/vendor/uPlot.esm.js', asset(path.join(UPLOT_DIR, 'uPlot.esm.js'))],
-    ['/app/vendor/uPlot.min.css', asset(path.join(UPLOT_DIR, 'uPlot.min.css'))],
+    ['/app/vendor/lightweight-charts.mjs', asset(CHARTS)],
   ]);
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { abandonmentSignal, RequestAbandonedError } from '../shared/abandonment.ts';
-import { DependencyUnavailableError } from '../shared/errors.ts';
+import { DependencyUnavailableError, OverloadedError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import { counter } from '../shared/metrics.ts';
 
@@ -23,6 +23,25 @@ export type DisplayCurrency = z.infer<typeof displayCurrency>;
 
 const currencyList = z.object({ currencies: z.array(displayCurrency) });
 const timeValues = z.array(z.object({ timestamp: z.string(), value: z.number() }));
+const candles = z.array(
+  z.object({
+    timestamp: z.string(),
+    open: z.number().nullable(),
+    high: z.number().nullable(),
+    low: z.number().nullable(),
+    close: z.number().nullable(),
+    volume: z.number(),
+    count: z.number(),
+  }),
+);
+export type Candle = z.infer<typeof candles>[number];
+
+export interface CandleWindow {
+  hours: number;
+  intervalSeconds: number;
+  /** IANA zone: buckets of a day or more start at its local midnight. */
+  timeZone?: string;
+}
 
 export interface PricePoint {
   /** Bucket start, epoch milliseconds. */
@@ -97,6 +116,25 @@ export class DataClient {
     }
     const points = await this.readJson(response, 'history', timeValues);
     return points.map((p) => ({ time: Date.parse(p.timestamp), value: p.value }));
+  }
+
+  /**
+   * OHLCV candles from the data module's candle route (the analysts' route, same rules and
+   * alignment); an unknown code or no data gives []. Aborted with an abandoned request.
+   */
+  async candles(code: string, window: CandleWindow): Promise<Candle[]> {
+    const query = new URLSearchParams({
+      hours: String(window.hours),
+      interval: String(window.intervalSeconds),
+    });
+    if (window.timeZone) query.set('tz', window.timeZone);
+    const path = `/data/candles/${encodeURIComponent(code)}?${query.toString()}`;
+    const response = await this.request(path, 'candles', abandonmentSignal());
+    if (response.status === 204 || response.status === 404) {
+      await response.body?.cancel();
+      return [];
+    }
+    return this.readJson(response, 'candles', candles);
   }
 
   /**
@@ -203,10 +241,20 @@ export class DataClient {
     return this.options.token ? { authorization: `Bearer ${this.options.token}` } : {};
   }
 
-  /** Counts and logs an answer the API cannot use, and fails with 503 for our caller. */
+  /**
+   * Counts and logs an answer the API cannot use, and fails with 503 for our caller: shed by the
+   * data module at capacity, with its Retry-After; anything else as unavailable.
+   */
   private async failed(response: Response, route: string): Promise<never> {
-    await response.body?.cancel();
-    dataCalls.inc({ route, outcome: `status_${response.status}` });
+    const shed = response.status === 503 && (await errorCode(response)) === 'overloaded';
+    if (!response.bodyUsed) await response.body?.cancel();
+    dataCalls.inc({ route, outcome: shed ? 'shed' : `status_${response.status}` });
+    if (shed) {
+      throw new OverloadedError(
+        Number(response.headers.get('retry-after')) || 1,
+        'The market-data module is at capacity; retry shortly.',
+      );
+    }
     const level = response.status === 401 || response.status === 403 ? 'error' : 'warn';
     this.options.logger[level](
       { status: response.status, route },
@@ -235,6 +283,16 @@ export class DataClient {
       throw new DependencyUnavailableError(UNAVAILABLE, parsed.error);
     }
     return parsed.data;
+  }
+}
+
+/** The `error.code` of an error answer, if it has one. */
+async function errorCode(response: Response): Promise<string | undefined> {
+  try {
+    const body = (await response.json()) as { error?: { code?: unknown } };
+    return typeof body.error?.code === 'string' ? body.error.code : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -7,6 +7,7 @@ import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { mountDashboard } from './dashboard.ts';
 import { DataClient } from './dataClient.ts';
+import { historyRateLimit } from './historyRateLimit.ts';
 import { LoginThrottle } from './identity/loginThrottle.ts';
 import { LiveGateway } from './live/liveGateway.ts';
 import { pictureDecodingGate } from './pictures/imagePipeline.ts';
@@ -87,12 +88,18 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     data,
     onHoldingsChanged: (userId) => live.holdingsChanged(userId),
   });
+  const limitHistory = historyRateLimit(config);
   registerHistoryRoutes(registry, {
     pool: runtime.pool,
     data,
     maxPoints: config.HISTORY_MAX_POINTS,
+    limitRate: limitHistory,
   });
-  registerMarketRoutes(registry, { data, maxPoints: config.HISTORY_MAX_POINTS });
+  registerMarketRoutes(registry, {
+    data,
+    maxPoints: config.HISTORY_MAX_POINTS,
+    limitRate: limitHistory,
+  });
   if (profile !== 'docs') registerCurrencyRoutes(registry, data);
   registerNewsSentimentForward(registry, { data, trustedNetworks: config.DATA_TRUSTED_NETWORKS });
 

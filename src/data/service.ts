@@ -5,6 +5,7 @@ import { RouteRegistry } from '../shared/http/routes.ts';
 import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import { challengeHeaders, createScopeGuard } from './auth.ts';
+import { readGates } from './readGates.ts';
 import { DayStatsCache } from './history/dayStats.ts';
 import { readRollupStatus } from './history/rollupState.ts';
 import { RunCache } from './history/runCache.ts';
@@ -22,8 +23,11 @@ export const DATA_SERVICE_NAME = 'data';
 export function dataRoutes(runtime: Runtime): RouteRegistry {
   const registry = new RouteRegistry({ errorHeaders: { 401: challengeHeaders } });
   const requireScope = createScopeGuard(runtime.pool, runtime.config.DATA_TRUSTED_NETWORKS);
+  const gates = readGates(runtime.config);
   const deps = {
     pool: runtime.pool,
+    readPool: runtime.readPool,
+    gates,
     requireScope,
     maxPoints: runtime.config.HISTORY_MAX_POINTS,
     historyCache:
@@ -49,7 +53,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
   registerNewsSentimentRoutes(registry, deps);
   registerPredictionRoutes(registry, deps);
   registerTrainingSessionRoutes(registry, deps);
-  registerCandleRoutes(registry, { ...deps, logger: runtime.logger });
+  registerCandleRoutes(registry, { ...deps, pool: runtime.readPool, logger: runtime.logger });
   return registry;
 }
 

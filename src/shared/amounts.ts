@@ -12,10 +12,8 @@ export const MAX_PRICE = 1e12;
 export const MAX_VOLUME = 1e18;
 /** Units of one currency in one holding. */
 export const MAX_SHARES = 1e15;
-/** Dollars in one holding's wallet. */
+/** Dollars in one holding's wallet. So one holding is worth at most MAX_SHARES × MAX_PRICE (1e27) plus MAX_DOLLARS. */
 export const MAX_DOLLARS = 1e15;
-/** The most one holding can be worth: MAX_SHARES × MAX_PRICE (1e27), plus its wallet. */
-export const MAX_HOLDING_VALUE = MAX_SHARES * MAX_PRICE + MAX_DOLLARS;
 
 /** A price or price difference in USD, either sign (1e400 parses to Infinity: refused too). */
 export const signedPrice = z.number().min(-MAX_PRICE).max(MAX_PRICE);

@@ -338,6 +338,69 @@ export const configSchema = z.object({
     .describe(
       'Longest SQL statement (ms): the server cancels it, and the client gives up on its connection 1 s later (a database that stopped answering).',
     ),
+  DATABASE_POOL_SIZE: z.coerce
+    .number()
+    .int()
+    .min(2)
+    .max(1000)
+    .default(10)
+    .describe(
+      'Connections of the main database pool: health, sign-in, sessions, tokens, snapshots and writes.',
+    ),
+  DATABASE_READ_POOL_SIZE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(8)
+    .describe(
+      'Connections of the separate pool for expensive reads (history, candles, export), so those never make health, sign-in, tokens or writes wait.',
+    ),
+  HISTORY_MAX_CONCURRENT: positiveInt
+    .default(4)
+    .describe(
+      'History answers (/data/currency/history) computed at once; more wait in a short queue, then get 503 with Retry-After.',
+    ),
+  CANDLES_MAX_CONCURRENT: positiveInt
+    .default(2)
+    .describe('Candle answers (/data/candles/{code}) computed at once; the same queue and 503.'),
+  EXPORT_MAX_CONCURRENT: positiveInt
+    .default(2)
+    .describe(
+      'Candle exports (/data/candles/{code}/export) streaming at once; the same queue and 503.',
+    ),
+  ADMISSION_QUEUE_LENGTH: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10_000)
+    .default(8)
+    .describe(
+      'Requests that may wait for each of those limits; a request finding the queue full gets 503 with Retry-After at once.',
+    ),
+  ADMISSION_QUEUE_WAIT_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(60_000)
+    .default(2000)
+    .describe('Longest wait in such a queue before a 503 with Retry-After (ms).'),
+  API_RATE_LIMIT_ANONYMOUS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(60)
+    .describe(
+      'History requests per minute one client address may make to the API without signing in (429 with Retry-After past it; 0: no limit).',
+    ),
+  API_RATE_LIMIT_SIGNED_IN: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(600)
+    .describe(
+      'History requests (price and portfolio history) per minute one signed-in user may make to the API (0: no limit).',
+    ),
   DATABASE_CONNECT_TIMEOUT_MS: positiveInt
     .default(5000)
     .describe('Longest wait for a new database connection (ms).'),

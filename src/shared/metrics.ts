@@ -230,17 +230,17 @@ function scrapeCounter<L extends string>(name: string, help: string, labelNames:
  * it. Totals kept in the database (sql/0190_ingest_row_totals.sql) and served by every data module
  * instance: aggregate instances with max(), not sum().
  */
-export const ingestRowsInserted = scrapeCounter(
+scrapeCounter(
   'ingest_rows_inserted_total',
   'Price rows written by bulk ingestion (bulk HTTP route, backfill, imports, exchange slices, healing), from the database.',
   ['source'],
 );
-export const ingestRowsDuplicate = scrapeCounter(
+scrapeCounter(
   'ingest_rows_duplicate_total',
   'Rows skipped by bulk ingestion because the same currency and time was already stored, from the database.',
   ['source'],
 );
-export const ingestRowsRejected = scrapeCounter(
+scrapeCounter(
   'ingest_rows_rejected_total',
   'Malformed or unknown-currency rows refused by bulk ingestion, from the database.',
   ['source'],
@@ -250,7 +250,7 @@ export const ingestRowsRejected = scrapeCounter(
  * How long the oldest price data a rollup level should already reflect has waited for it (0 when
  * the level is up to date), read from the database by every worker: aggregate with max().
  */
-export const rollupLag = scrapeGauge(
+scrapeGauge(
   'rollup_lag_seconds',
   'Seconds the oldest raw data due in each rollup level has waited for it (0: up to date).',
   ['level'],
@@ -258,7 +258,7 @@ export const rollupLag = scrapeGauge(
 );
 
 /** Socket.IO clients connected to this process, by namespace. */
-export const socketioConnectedClients = scrapeGauge(
+scrapeGauge(
   'socketio_connected_clients',
   'Socket.IO clients connected to this process, by namespace.',
   ['namespace'],

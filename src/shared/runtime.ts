@@ -8,6 +8,8 @@ export interface Runtime {
   config: Config;
   logger: Logger;
   pool: DatabasePool;
+  /** Expensive reads only (history, candles, export): they never hold `pool`'s connections. */
+  readPool: DatabasePool;
   /** Raw node-postgres pool for COPY and LISTEN. */
   pgPool: pg.Pool;
   close(): Promise<void>;
@@ -16,6 +18,12 @@ export interface Runtime {
 export async function createRuntime(config: Config, logger?: Logger): Promise<Runtime> {
   const log = logger ?? createLogger(config.LOG_LEVEL);
   const pool = await createDatabasePool(config.DATABASE_URL, {
+    maxPoolSize: config.DATABASE_POOL_SIZE,
+    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    connectionTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+  });
+  const readPool = await createDatabasePool(config.DATABASE_URL, {
+    maxPoolSize: config.DATABASE_READ_POOL_SIZE,
     statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
     connectionTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
   });
@@ -25,11 +33,12 @@ export async function createRuntime(config: Config, logger?: Logger): Promise<Ru
     config,
     logger: log,
     pool,
+    readPool,
     pgPool,
     async close() {
       if (closed) return;
       closed = true;
-      await Promise.allSettled([pool.end(), pgPool.end()]);
+      await Promise.allSettled([pool.end(), readPool.end(), pgPool.end()]);
     },
   };
 }

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { ADMIN_URL } from '../support/database.ts';
-import { eventually } from '../support/priceTicks.ts';
+import { eventually } from '../support/wait.ts';
 import { setSnapshot } from '../support/prices.ts';
 import {
   feedsListening,

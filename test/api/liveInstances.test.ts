@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { eventually } from '../support/priceTicks.ts';
+import { eventually } from '../support/wait.ts';
 import { feedsListening, startLiveHarness, type LiveHarness } from '../support/live.ts';
 import { setSnapshot } from '../support/prices.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { eventually } from '../support/priceTicks.ts';
+import { eventually } from '../support/wait.ts';
 import { feedsListening, startLiveHarness, type LiveHarness } from '../support/live.ts';
 import { setSnapshot } from '../support/prices.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { sql } from 'slonik';
-import { eventually } from '../support/priceTicks.ts';
+import { eventually } from '../support/wait.ts';
 import {
   feedsListening,
   startLiveHarness,

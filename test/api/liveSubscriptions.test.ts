@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { io } from 'socket.io-client';
 import { PRICE_FEED_APPLICATION_NAME } from '../../src/api/live/priceFeed.ts';
-import { eventually } from '../support/priceTicks.ts';
+import { eventually } from '../support/wait.ts';
 import { setSnapshot } from '../support/prices.ts';
 import {
   connectTrader,

@@ -1,43 +1,17 @@
 import { request } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type pg from 'pg';
-import { sql, type DatabasePool } from 'slonik';
+import type { DatabasePool } from 'slonik';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { startDataModule, type DataModuleHarness } from '../support/dataModule.ts';
 import { setSnapshot } from '../support/prices.ts';
+import { lockPrices, runningQueries } from '../support/slowReads.ts';
 import { until } from '../support/wait.ts';
 
 // A request given up on (client gone, deadline passed) must not leave its SQL running. The slow
-// query is real: a test transaction holds an exclusive lock on the price table, so every history
-// read waits in the database, as active as a long scan, until cancelled or the lock goes.
+// query is real (see support/slowReads.ts): history reads wait in the database on a lock.
 
 const LONG = { DATABASE_STATEMENT_TIMEOUT_MS: '600000', REQUEST_TIMEOUT_MS: '600000' };
-
-/** Queries of the service's pool running in this test's database (not ours, not idle ones). */
-async function runningQueries(pool: DatabasePool, except: number): Promise<number> {
-  return Number(
-    await pool.oneFirst(sql.unsafe`
-      SELECT count(*) FROM pg_stat_activity
-      WHERE datname = current_database() AND state = 'active'
-        AND pid <> pg_backend_pid() AND pid <> ${except}
-        AND query NOT ILIKE '%pg_stat_activity%'`),
-  );
-}
-
-/** Holds an exclusive lock on the raw price table until released. */
-async function lockPrices(pgPool: pg.Pool) {
-  const client = await pgPool.connect();
-  await client.query('BEGIN');
-  await client.query('LOCK TABLE price_observations IN ACCESS EXCLUSIVE MODE');
-  const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  return {
-    pid: rows[0]!.pid,
-    async release() {
-      await client.query('ROLLBACK');
-      client.release();
-    },
-  };
-}
 
 /** Starts a GET and returns a function that drops the connection (the client leaving). */
 function startRequest(url: string, token?: string) {

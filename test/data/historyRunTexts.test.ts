@@ -5,6 +5,7 @@ import { queryCandlesJson, queryOpensJson } from '../../src/data/history/candleQ
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { checkRollups } from '../../src/data/history/doctorChecks.ts';
 import { readRenderStatus, renderRunTexts } from '../../src/data/history/renderRunTexts.ts';
+import { FORMAT_VERSION } from '../../src/data/history/jsonText.ts';
 import { RENDERED_RUN_MS } from '../../src/data/history/runTexts.ts';
 import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';
 import { bruteForceCandles, randomCandles } from '../support/candles.ts';
@@ -118,6 +119,40 @@ describe.each(MODES)('rendered hourly runs, %s mode', (mode) => {
     await expectExact();
     expect((await renderRunTexts(runtime.pool)).rendered).toBe(1);
     expect(await texts(sql.fragment`items LIKE '%marker%'`)).toBe(0);
+    await expectExact();
+  });
+
+  test('a text of another format version is never read; an older one is rendered anew', async () => {
+    const run = await runtime.pool.oneFirst(sql.type(z.object({ start: z.date() }))`
+      SELECT run_start AS start FROM history_run_texts
+      WHERE currency_code = ${CODE} AND shape = 'open' AND NOT empty
+        AND run_start >= ${new Date(dataStart).toISOString()}::timestamptz
+      ORDER BY run_start LIMIT 1
+    `);
+    const thatRun = sql.fragment`currency_code = ${CODE} AND shape = 'open'
+      AND run_start = ${run.toISOString()}::timestamptz`;
+    await runtime.pool.query(sql.unsafe`
+      UPDATE history_run_texts SET items = '{"marker":true}' WHERE ${thatRun}
+    `);
+    expect(await opensNow()).toContainEqual({ marker: true }); // read from the table
+    // As left by the previous release: not read, and replaced by the worker.
+    await runtime.pool.query(sql.unsafe`
+      UPDATE history_run_texts SET format_version = ${FORMAT_VERSION - 1} WHERE ${thatRun}
+    `);
+    await expectExact();
+    expect((await renderRunTexts(runtime.pool)).rendered).toBe(1);
+    expect(await texts(sql.fragment`format_version <> ${FORMAT_VERSION}`)).toBe(0);
+    // As written by the next release during a rolling deploy: not read, not deleted.
+    await runtime.pool.query(sql.unsafe`
+      UPDATE history_run_texts SET format_version = ${FORMAT_VERSION + 1}, items = '{"marker":true}'
+      WHERE ${thatRun}
+    `);
+    await expectExact();
+    expect((await renderRunTexts(runtime.pool)).rendered).toBe(1);
+    expect(await texts(sql.fragment`format_version = ${FORMAT_VERSION + 1}`)).toBe(1);
+    await runtime.pool.query(sql.unsafe`
+      DELETE FROM history_run_texts WHERE format_version <> ${FORMAT_VERSION}
+    `);
     await expectExact();
   });
 

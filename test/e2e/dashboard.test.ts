@@ -12,7 +12,8 @@ import { newAccount } from '../support/apiClient.ts';
 import { DEBIAN_CHROMIUM, ensureChromium } from '../support/chromium.ts';
 import { serve } from '../support/http.ts';
 import { noisePng } from '../support/images.ts';
-import { eventually, listenToTicks } from '../support/priceTicks.ts';
+import { listenToTicks } from '../support/priceTicks.ts';
+import { eventually } from '../support/wait.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 // The dashboard in a real browser: headless Chromium (Debian's `chromium` package, driven by
@@ -143,10 +144,11 @@ async function walkThrough() {
 
     // A chart of a chosen currency at a chosen resolution, extended live.
     await page.selectOption('#chart-code', 'ETH');
-    await page.selectOption('#chart-range', '1:5');
+    await page.selectOption('#chart-range', '1:60');
     await page.locator('#chart-title', { hasText: 'ETH' }).waitFor();
-    await page.locator('#chart canvas').waitFor();
+    await page.locator('#chart canvas').first().waitFor();
     await eventually(() => page.locator('#chart-empty').isHidden(), 15_000, 'chart points');
+    await checkCandles('ETH');
 
     // A holding whose value follows the market.
     await page.selectOption('#add-code', 'BTC');
@@ -241,6 +243,55 @@ async function checkLogo(code: string) {
   expect(answer.headers.get('content-type')).toBe('image/svg+xml');
   // A code the icon set lacks gets its generic coin rather than a broken picture.
   expect((await fetch(`${api.url}/assets/cryptofont/zzzunknown.svg`)).status).toBe(200);
+}
+
+/** Candles through the API; the crosshair readout; the current candle following live prices. */
+async function checkCandles(code: string) {
+  const url = `${api.url}/api/currency/candles/${code}?hours=1&intervalSeconds=60&tz=Europe/Berlin`;
+  const answer = await fetch(url);
+  expect(answer.status).toBe(200);
+  const candles = (await answer.json()) as {
+    timestamp: string;
+    open: number;
+    high: number;
+    low: number;
+    close: number;
+    volume: number;
+  }[];
+  expect(candles.length).toBeGreaterThan(0);
+  for (const c of candles) {
+    expect(c.high).toBeGreaterThanOrEqual(Math.max(c.open, c.close, c.low));
+    expect(c.low).toBeLessThanOrEqual(Math.min(c.open, c.close));
+  }
+  const refused = (path: string) => fetch(`${api.url}/api/currency/candles/${path}`);
+  expect((await refused(`${code}?hours=1&intervalSeconds=7200`)).status).toBe(400);
+  expect((await refused(`${code}?tz=Mars/Olympus`)).status).toBe(400);
+  expect((await refused('NOPE?hours=1')).status).toBe(404);
+
+  // Hovering a candle reads out its time, open, high, low, close and volume.
+  const readout = page.locator('#chart-readout');
+  const box = (await page.locator('#chart').boundingBox())!;
+  await eventually(
+    async () => {
+      for (let x = 0.98; x > 0.05; x -= 0.04) {
+        await page.mouse.move(box.x + box.width * x, box.y + box.height * 0.4);
+        if ((await readout.getAttribute('data-source')) === 'crosshair') return true;
+      }
+      return false;
+    },
+    15_000,
+    'a candle under the crosshair',
+  );
+  expect(await readout.innerText()).toMatch(
+    /O\s*\$[\d,.]+\s*H\s*\$[\d,.]+\s*L\s*\$[\d,.]+\s*C\s*\$[\d,.]+\s*V\s*[\d.]+/,
+  );
+  // Away from the chart it shows the current candle, whose close follows live prices.
+  await page.mouse.move(0, 0);
+  await page.locator('#chart-readout[data-source="latest"]').waitFor();
+  const close = async () => /C (\$[\d,.]+)/.exec(await readout.innerText())?.[1];
+  const firstClose = await close();
+  await eventually(async () => (await close()) !== firstClose, 20_000, 'the current candle moving');
+  expect(await page.locator('#chart-price').innerText()).toBe(await close());
 }
 
 /** The visible rows' cells of one column, read in one go (live prices reorder rows). */
@@ -350,7 +401,7 @@ async function checkPhone() {
   await page.setViewportSize(PHONE);
   await page.reload();
   await page.locator('#connection', { hasText: 'Live' }).waitFor({ timeout: 15_000 });
-  await page.locator('#chart canvas').waitFor();
+  await page.locator('#chart canvas').first().waitFor();
   await page.locator('#holdings-table tr[data-code="BTC"]').waitFor();
   await eventually(() => page.locator('#chart-empty').isHidden(), 15_000, 'chart points');
   expect(await page.evaluate('window.scrollY')).toBe(0);

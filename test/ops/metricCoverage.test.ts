@@ -46,19 +46,26 @@ function watchedMetrics(): string[] {
   return [...new Set(names)].filter((name) => name !== 'up').sort();
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+/** `count` distinct free ports: all held open at once, then released. */
+async function freePorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer());
+  const ports = await Promise.all(
+    servers.map(
+      (server) =>
+        new Promise<number>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
+        }),
+    ),
+  );
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
 }
 
 interface RoleProcess {
   url: string;
+  /** Where the role's /metrics is: its own port (data) or its ops listener (API, worker). */
+  metricsUrl: string;
   child: ChildProcessWithoutNullStreams;
   output: () => string;
 }
@@ -68,7 +75,12 @@ let dir: string;
 const roles = {} as Record<Role, RoleProcess>;
 let trader: TraderClient | undefined;
 
-async function startRole(role: Role, env: Record<string, string>, port: number) {
+async function startRole(
+  role: Role,
+  env: Record<string, string>,
+  port: number,
+  metricsPort = port,
+) {
   const child = spawn(process.execPath, [PLATFORM_BIN, 'start', '--role', role], {
     env: {
       ...process.env,
@@ -83,12 +95,17 @@ async function startRole(role: Role, env: Record<string, string>, port: number) 
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const started: RoleProcess = { url: `http://127.0.0.1:${port}`, child, output: () => output };
+  const started: RoleProcess = {
+    url: `http://127.0.0.1:${port}`,
+    metricsUrl: `http://127.0.0.1:${metricsPort}`,
+    child,
+    output: () => output,
+  };
   roles[role] = started;
   await until(
     async () => {
       if (child.exitCode !== null) throw new Error(`${role} exited early:\n${output}`);
-      return fetch(`${started.url}/health/live`).then(
+      return fetch(`${started.metricsUrl}/health/live`).then(
         (r) => r.ok,
         () => false,
       );
@@ -99,7 +116,7 @@ async function startRole(role: Role, env: Record<string, string>, port: number) 
 }
 
 async function scrape(role: Role): Promise<Sample[]> {
-  const response = await fetch(`${roles[role].url}/metrics`);
+  const response = await fetch(`${roles[role].metricsUrl}/metrics`);
   expect(response.status).toBe(200);
   return parseMetrics(await response.text());
 }
@@ -109,17 +126,19 @@ beforeAll(async () => {
   await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
   const { token } = await createToken(runtime.pool, 'metric-coverage', ['read']);
   dir = await mkdtemp(join(tmpdir(), 'metric-coverage-'));
-  const [dataPort, apiPort, workerPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const [dataPort = 0, apiPort = 0, apiOpsPort = 0, workerPort = 0] = await freePorts(4);
   await Promise.all([
     startRole('data', { DATA_PORT: String(dataPort), DATA_TOKEN: token }, dataPort),
     startRole(
       'api',
       {
         API_PORT: String(apiPort),
+        WORKER_METRICS_PORT: String(apiOpsPort),
         DATA_URL: `http://127.0.0.1:${dataPort}`,
         DATA_TOKEN: token,
       },
       apiPort,
+      apiOpsPort,
     ),
     startRole(
       'worker',
@@ -176,7 +195,7 @@ test('every metric the alerts and dashboards read has samples once each role has
 
   const samples = {} as Record<Role, Sample[]>;
   const has = (role: Role, name: string, labels: Record<string, string> = {}) =>
-    samples[role].some(
+    (samples[role] ?? []).some(
       (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
     );
   const missing = () =>
@@ -193,7 +212,10 @@ test('every metric the alerts and dashboards read has samples once each role has
     120_000,
     'every watched metric to have samples',
   ).catch((error: unknown) => {
-    throw new Error(`${(error as Error).message}; still without samples: ${missing().join(', ')}`);
+    const outputs = Object.entries(roles).map(([role, p]) => `--- ${role}:\n${p.output()}`);
+    throw new Error(
+      `${(error as Error).message}; still without samples: ${missing().join(', ')}\n${outputs.join('\n')}`,
+    );
   });
 
   // Each where its owner serves it.

@@ -10,6 +10,7 @@ import { startWorkerRunner } from '../../src/worker/start.ts';
 import { spawnCli, waitForExit } from '../support/cli.ts';
 import { parseMetrics, sampleValue } from '../support/prometheus.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { valueOf } from '../support/wait.ts';
 
 // SIGTERM in a real `platform start` process: readiness turns 503 first, the listener closes
 // after the drain, a request already in flight still gets its complete answer, then the process
@@ -56,15 +57,8 @@ function startSlowUpload(url: string): SlowUpload {
   return { finish: () => request.end(body.slice(100)), response };
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50); // the poll interval
-  }
-}
+const waitFor = <T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000) =>
+  valueOf(probe, ms, what);
 
 async function inFlight(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -163,14 +157,18 @@ describe('worker runner stop is bounded by SHUTDOWN_GRACE_SECONDS', () => {
 
   test('a job shorter than the grace finishes before stop() returns', async () => {
     let finished = false;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
     const runner = await startWorkerRunner(runtime, {
       taskList: {
+        // Still running when the stop begins: it ends only once the runner is shutting down.
         ops_short: async () => {
-          await sleep(400); // deliberate: a job that is still running when stop() is called
+          await gate;
           finished = true;
         },
       },
     });
+    runner.events.once('pool:gracefulShutdown', () => release());
     await enqueueJob(runtime.pool, 'ops_short', {});
     await waitFor('the job to start', started('ops_short'));
     await runner.stop();

@@ -54,7 +54,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
           'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1',
           [TEMPLATE_DB],
         );
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await new Promise((resolve) => setTimeout(resolve, 100)); // pause before the retry
       }
     }
   });

@@ -11,7 +11,7 @@ import { createRuntime, type Runtime } from '../../src/shared/runtime.ts';
 import { TEST_SESSION_KEY } from './api.ts';
 import { ApiClient, newAccount } from './apiClient.ts';
 import { serve } from './http.ts';
-import { eventually } from './priceTicks.ts';
+import { eventually } from './wait.ts';
 import { createTestRuntime, type TestRuntime } from './runtime.ts';
 
 export interface ApiInstance {

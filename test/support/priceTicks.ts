@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { eventually } from './wait.ts';
 import {
   parsePriceTick,
   PRICE_TICKS_CHANNEL,
@@ -38,12 +39,8 @@ export async function listenToTicks(url: string): Promise<TickListener> {
   return {
     ticks,
     raw,
-    async waitFor(count, timeoutMs = 5000) {
-      const until = Date.now() + timeoutMs;
-      while (raw.length < count) {
-        if (Date.now() > until) throw new Error(`heard ${raw.length} of ${count} price events`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+    async waitFor(count, timeoutMs = 30_000) {
+      await eventually(() => raw.length >= count, timeoutMs, `${count} price events`);
     },
     async settled(timeoutMs = 30_000) {
       const marker = String(++markerCount);
@@ -52,17 +49,4 @@ export async function listenToTicks(url: string): Promise<TickListener> {
     },
     close: () => client.end(),
   };
-}
-
-/** Waits until `check` is true, polling; fails after `timeoutMs`. */
-export async function eventually(
-  check: () => Promise<boolean> | boolean,
-  timeoutMs = 5000,
-  what = 'condition',
-): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }

@@ -9,7 +9,8 @@ import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime, type Runtime } from '../../src/shared/runtime.ts';
 import { startWorker, type Worker } from '../../src/worker/start.ts';
 import { getJson, serve } from '../support/http.ts';
-import { eventually, listenToTicks, type TickListener } from '../support/priceTicks.ts';
+import { listenToTicks, type TickListener } from '../support/priceTicks.ts';
+import { eventually } from '../support/wait.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 // Whole workers (graphile-worker runner + ticker) against one database, as separate processes

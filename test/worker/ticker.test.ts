@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { tickerStatus, workerCheck } from '../../src/worker/status.ts';
 import { startTicker, type Slot, type Ticker } from '../../src/worker/ticker.ts';
-import { eventually } from '../support/priceTicks.ts';
+import { eventually } from '../support/wait.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 let runtime: TestRuntime;

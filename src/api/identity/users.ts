@@ -76,10 +76,6 @@ export async function updatePasswordHash(pool: DatabasePool, userId: number, has
   await pool.query(sql.unsafe`UPDATE app.users SET password_hash = ${hash} WHERE id = ${userId}`);
 }
 
-export async function userExists(pool: DatabasePool, userId: number): Promise<boolean> {
-  return pool.exists(sql.unsafe`SELECT 1 FROM app.users WHERE id = ${userId}`);
-}
-
 const profileRow = z.object({
   id: z.number(),
   username: z.string(),

@@ -42,8 +42,6 @@ export interface LiveError {
   details: Array<{ path: string; message: string }>;
 }
 
-export type Ack<T> = ({ ok: true } & T) | { ok: false; error: LiveError };
-
 export function errorAck(code: string, message: string, details: LiveError['details'] = []) {
   return { ok: false as const, error: { code, message, details } };
 }

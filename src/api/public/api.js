@@ -62,6 +62,11 @@ export const api = {
       'GET',
       `/api/currency/history/${encodeURIComponent(code)}?hours=${hours}&intervalSeconds=${intervalSeconds}`,
     ),
+  candles: (code, hours, intervalSeconds, tz) =>
+    request(
+      'GET',
+      `/api/currency/candles/${encodeURIComponent(code)}?hours=${hours}&intervalSeconds=${intervalSeconds}&tz=${encodeURIComponent(tz)}`,
+    ),
   portfolio: () => request('GET', '/api/portfolio/get'),
   addHolding: (currencyCode, shares, walletDollars) =>
     request('POST', '/api/portfolio/add', { json: { currencyCode, shares, walletDollars } }),

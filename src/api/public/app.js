@@ -1,6 +1,6 @@
 import { io } from '/websocket/socket.io.esm.min.js';
 import { api } from './api.js';
-import { PriceChart } from './chart.js';
+import { CandleChart } from './chart.js';
 import { flash } from './flash.js';
 import { money, percent, price, shares } from './format.js';
 import { MarketsTable } from './markets.js';
@@ -193,7 +193,8 @@ const STATS_REFRESH_MS = 60_000;
 
 // ---------- chart ----------
 
-const chart = new PriceChart($('#chart'));
+const chart = new CandleChart($('#chart'), $('#chart-readout'));
+const TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 /** `reveal`: a person picked it from the list; on a phone, bring the chart into view. */
 async function selectChart(code, { reveal = false } = {}) {
@@ -204,13 +205,14 @@ async function selectChart(code, { reveal = false } = {}) {
   $('#chart-price').textContent = entry ? price(entry.value) : '—';
   const { hours, intervalSeconds } = state.chartRange;
   await attempt(async () => {
-    const points = (await api.history(code, hours, intervalSeconds)) ?? [];
+    const candles = (await api.candles(code, hours, intervalSeconds, TIME_ZONE)) ?? [];
     if (state.chartCode !== code) return;
-    $('#chart-empty').hidden = points.length > 0;
-    chart.show(points, intervalSeconds);
-    const first = points[0]?.value;
+    $('#chart-empty').hidden = candles.length > 0;
+    chart.show(candles, intervalSeconds);
+    const first = candles[0]?.open;
+    const span = $('#chart-range').selectedOptions[0]?.dataset.span ?? `${hours} h`;
     $('#chart-change').textContent =
-      first && entry ? `${percent(((entry.value - first) / first) * 100)} over ${hours} h` : '';
+      first && entry ? `${percent(((entry.value - first) / first) * 100)} over ${span}` : '';
   });
   if (reveal && window.matchMedia('(max-width: 800px)').matches) {
     $('.chart-card').scrollIntoView({ behavior: 'smooth', block: 'start' });

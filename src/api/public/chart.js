@@ -1,101 +1,161 @@
-import uPlot from '/app/vendor/uPlot.esm.js';
-import { price } from './format.js';
+import {
+  CandlestickSeries,
+  createChart,
+  CrosshairMode,
+  HistogramSeries,
+} from '/app/vendor/lightweight-charts.mjs';
+import { compact, price } from './format.js';
 
-// One line chart of a currency's history (seconds on x), extended by live prices: a price in a
-// newer bucket starts a new point (buckets carry their first price, as the history route does);
-// a price within the last bucket moves a trailing "now" point.
+// Candlesticks with volume bars (lightweight-charts), in the browser's time zone, with a
+// crosshair readout of time and OHLCV; live prices move the current candle or open the next.
 
-const measure = document.createElement('canvas').getContext('2d');
+const COLORS = { up: '#34d399', down: '#f87171', text: '#a3b1c6', grid: 'rgba(139,155,180,0.12)' };
 
-function labelWidth(self, values) {
-  measure.font = self.axes[1]?.font?.[0] ?? '12px system-ui';
-  const widest = Math.max(0, ...(values ?? []).map((v) => measure.measureText(v).width));
-  return Math.ceil(widest / devicePixelRatio) + 24;
+const local = {
+  time: new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' }),
+  day: new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' }),
+  month: new Intl.DateTimeFormat(undefined, { month: 'short', year: 'numeric' }),
+  full: new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' }),
+};
+
+/** Tick labels in local time: time of day within a day, dates above that. */
+function tickMark(time, tickType) {
+  const date = new Date(time * 1000);
+  if (tickType <= 1) return local.month.format(date); // year, month
+  if (tickType === 2) return local.day.format(date);
+  return local.time.format(date);
 }
 
-export class PriceChart {
-  constructor(element) {
-    this.element = element;
-    this.xs = [];
-    this.ys = [];
+export class CandleChart {
+  constructor(element, readout) {
+    this.readout = readout;
+    this.candles = [];
     this.intervalSeconds = 60;
-    this.lastBucket = -Infinity;
-    this.hasTail = false;
-    this.plot = null;
-    new ResizeObserver(() => this.resize()).observe(element);
+    this.chart = createChart(element, {
+      autoSize: true,
+      layout: {
+        background: { color: 'transparent' },
+        textColor: COLORS.text,
+        fontFamily: 'system-ui, sans-serif',
+        // Its logo needs an inline <style> our CSP refuses: the footer carries the attribution.
+        attributionLogo: false,
+      },
+      grid: { vertLines: { color: COLORS.grid }, horzLines: { color: COLORS.grid } },
+      crosshair: { mode: CrosshairMode.Normal },
+      rightPriceScale: { borderColor: COLORS.grid },
+      timeScale: {
+        borderColor: COLORS.grid,
+        timeVisible: true,
+        secondsVisible: false,
+        tickMarkFormatter: tickMark,
+        maxBarSpacing: 24, // a fresh market's single candle stays a candle, not a block
+      },
+      localization: {
+        priceFormatter: price,
+        timeFormatter: (time) => local.full.format(new Date(time * 1000)),
+      },
+    });
+    this.series = this.chart.addSeries(CandlestickSeries, {
+      upColor: COLORS.up,
+      downColor: COLORS.down,
+      wickUpColor: COLORS.up,
+      wickDownColor: COLORS.down,
+      borderVisible: false,
+    });
+    this.volume = this.chart.addSeries(HistogramSeries, {
+      priceFormat: { type: 'volume' },
+      priceScaleId: 'volume',
+      lastValueVisible: false,
+      priceLineVisible: false,
+    });
+    this.chart.priceScale('volume').applyOptions({ scaleMargins: { top: 0.8, bottom: 0 } });
+    this.series.priceScale().applyOptions({ scaleMargins: { top: 0.08, bottom: 0.25 } });
+    this.chart.subscribeCrosshairMove((param) => {
+      const candle = param.time === undefined ? undefined : param.seriesData.get(this.series);
+      const bar = candle ? this.candles.find((c) => c.time === param.time) : undefined;
+      this.showReadout(bar ?? this.candles.at(-1), bar ? 'crosshair' : 'latest');
+    });
   }
 
-  show(points, intervalSeconds) {
+  /** Candles from the API (timestamps are bucket starts). */
+  show(candles, intervalSeconds) {
     this.intervalSeconds = intervalSeconds;
-    this.xs = points.map((p) => Date.parse(p.timestamp) / 1000);
-    this.ys = points.map((p) => p.value);
-    this.lastBucket = this.xs.at(-1) ?? -Infinity;
-    this.hasTail = false;
-    this.draw();
+    this.candles = candles.map((c) => ({
+      time: Date.parse(c.timestamp) / 1000,
+      open: c.open,
+      high: c.high,
+      low: c.low,
+      close: c.close,
+      volume: c.volume,
+    }));
+    const last = this.candles.at(-1)?.close ?? 1;
+    const digits = Math.abs(last) >= 1 ? 2 : Math.min(10, 2 - Math.floor(Math.log10(last)) + 2);
+    this.series.applyOptions({
+      priceFormat: { type: 'price', precision: digits, minMove: 10 ** -digits },
+    });
+    this.series.setData(this.candles);
+    this.volume.setData(this.candles.map((c) => this.volumeBar(c)));
+    this.chart.timeScale().fitContent();
+    this.showReadout(this.candles.at(-1));
   }
 
+  /** A live price: within the last candle it moves it, later it opens the next one. */
   extend(timestamp, value) {
     const t = Date.parse(timestamp) / 1000;
-    const bucket = Math.floor(t / this.intervalSeconds) * this.intervalSeconds;
-    if (this.hasTail) {
-      this.xs.pop();
-      this.ys.pop();
-      this.hasTail = false;
+    const last = this.candles.at(-1);
+    if (last && t < last.time) return;
+    let candle;
+    if (last && t < last.time + this.intervalSeconds) {
+      candle = last;
+      candle.high = Math.max(candle.high, value);
+      candle.low = Math.min(candle.low, value);
+      candle.close = value;
+    } else {
+      // The next start on the same grid as the server's candles (local midnights included).
+      const start = last
+        ? last.time + Math.floor((t - last.time) / this.intervalSeconds) * this.intervalSeconds
+        : Math.floor(t / this.intervalSeconds) * this.intervalSeconds;
+      candle = { time: start, open: value, high: value, low: value, close: value, volume: 0 };
+      this.candles.push(candle);
     }
-    if (bucket > this.lastBucket) {
-      this.xs.push(bucket);
-      this.ys.push(value);
-      this.lastBucket = bucket;
-    } else if (t > bucket || this.xs.at(-1) !== t) {
-      this.xs.push(t);
-      this.ys.push(value);
-      this.hasTail = true;
-    }
-    this.plot?.setData([this.xs, this.ys]);
+    this.series.update(candle);
+    this.volume.update(this.volumeBar(candle));
+    this.showReadout(candle);
   }
 
-  draw() {
-    this.plot?.destroy();
-    const { width, height } = this.size();
-    this.plot = new uPlot(
-      {
-        width,
-        height,
-        legend: { show: false },
-        cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true } },
-        axes: [
-          { stroke: '#8b9bb4', grid: { stroke: 'rgba(139,155,180,0.12)' } },
-          {
-            stroke: '#8b9bb4',
-            grid: { stroke: 'rgba(139,155,180,0.12)' },
-            // Wide enough for the longest label ("$31,800.00"), measured rather than guessed.
-            size: labelWidth,
-            values: (_, ticks) => ticks.map((v) => price(v)),
-          },
-        ],
-        series: [
-          {},
-          {
-            label: 'Price',
-            stroke: '#2dd4bf',
-            width: 2,
-            fill: 'rgba(45,212,191,0.10)',
-            points: { show: false },
-          },
-        ],
-      },
-      [this.xs, this.ys],
-      this.element,
+  volumeBar(c) {
+    return {
+      time: c.time,
+      value: c.volume,
+      color: c.close >= c.open ? 'rgba(52,211,153,0.35)' : 'rgba(248,113,113,0.35)',
+    };
+  }
+
+  /** `source`: the candle under the crosshair, or the latest one. */
+  showReadout(c, source = 'latest') {
+    this.readout.dataset.source = source;
+    if (!c) {
+      this.readout.textContent = '';
+      return;
+    }
+    const parts = [
+      ['', local.full.format(new Date(c.time * 1000))],
+      ['O', price(c.open)],
+      ['H', price(c.high)],
+      ['L', price(c.low)],
+      ['C', price(c.close)],
+      ['V', compact(c.volume)],
+    ];
+    this.readout.replaceChildren(
+      ...parts.map(([label, value]) => {
+        const item = document.createElement('span');
+        if (label) {
+          const name = document.createElement('b');
+          name.textContent = label;
+          item.append(name, ` ${value}`);
+        } else item.textContent = value;
+        return item;
+      }),
     );
-  }
-
-  size() {
-    const width = Math.max(240, this.element.clientWidth);
-    return { width, height: width < 500 ? 220 : 300 };
-  }
-
-  resize() {
-    if (this.plot) this.plot.setSize(this.size());
   }
 }

@@ -18,7 +18,7 @@ import { configFromCommand, printJson } from '../context.ts';
 import { withExamples, withExitCodes } from '../help.ts';
 import { EXIT } from '../exitCodes.ts';
 
-export type { Check, DoctorCheck, DoctorContext };
+export type { Check, DoctorCheck };
 
 /**
  * The checks modules contribute, run in this order once the database is reachable and migrated.

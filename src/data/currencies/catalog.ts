@@ -42,13 +42,6 @@ export async function upsertCurrencies(
   return result.rowCount;
 }
 
-export async function knownCurrencyCodes(pool: DatabasePool): Promise<Set<string>> {
-  const codes = await pool.anyFirst(
-    sql.type(z.object({ code: z.string() }))`SELECT code FROM currencies`,
-  );
-  return new Set(codes);
-}
-
 export async function currencyExists(pool: DatabasePool, code: string): Promise<boolean> {
   return pool.exists(sql.unsafe`SELECT 1 FROM currencies WHERE code = ${code}`);
 }

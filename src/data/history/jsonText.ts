@@ -1,9 +1,10 @@
 import { sql } from 'slonik';
 
 // The bytes of a JSON answer: how PostgreSQL writes each bucket as an item of the body. Texts
-// kept between requests (historyCache.ts, history_run_texts) are these bytes, so anything that
-// changes them must move FORMAT_VERSION: every kept text is keyed by it and one written by an
-// older version is never read again.
+// kept in the database between requests (history_run_texts, rendered by the worker) are these
+// bytes, so anything that changes them must move FORMAT_VERSION: every kept text is keyed by it
+// and one written by another version is never read. (The in-process run cache lives and dies
+// with the process, so a deploy starts it empty.)
 
 /**
  * The version of the answer format and of the bucket rule the kept texts were made with. Move it

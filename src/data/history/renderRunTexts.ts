@@ -1,7 +1,7 @@
 import { sql, type DatabasePool, type SqlToken as SqlFragment } from 'slonik';
 import { z } from 'zod';
 import { runsJsonQuery } from './answerSql.ts';
-import { ITEM_SHAPES, type ItemShape } from './jsonText.ts';
+import { FORMAT_VERSION, ITEM_SHAPES, type ItemShape } from './jsonText.ts';
 import { floorTo } from './levels.ts';
 import { readMaterialised, rollupMode } from './rollupState.ts';
 import type { CandleRequest } from './request.ts';
@@ -9,7 +9,9 @@ import { RENDERED_LEVEL, RENDERED_RUN_MS } from './runTexts.ts';
 
 // The worker's side of runTexts.ts: after each rollup refresh, renders the whole hourly runs
 // below the 1h level's materialisation watermark that have no text at their currency's current
-// revision yet, with the very statement the data module computes them with.
+// revision and this code's format version yet, with the very statement the data module computes
+// them with. Texts of an older format version are deleted; a newer one (a process of the next
+// release, during a rolling deploy) is left to that release.
 
 const NO_SEEDS = { before: null, after: null };
 
@@ -37,6 +39,9 @@ export async function renderRunTexts(
 ): Promise<RenderResult> {
   const deadline = Date.now() + (options.timeBudgetMs ?? 30_000);
   const result: RenderResult = { rendered: 0, caughtUp: true };
+  await pool.query(
+    sql.unsafe`DELETE FROM history_run_texts WHERE format_version < ${FORMAT_VERSION}`,
+  );
   const batches = new Map<string, { code: string; shape: ItemShape; starts: number[] }>();
   for (const row of await findMissingRuns(pool)) {
     const id = `${row.code}|${row.shape}`;
@@ -58,6 +63,7 @@ export async function readRenderStatus(pool: DatabasePool) {
     pool.oneFirst(sql.type(z.object({ n: z.number() }))`
       SELECT count(*)::int AS n FROM history_run_texts t
       WHERE t.revision = ${revisionOf(sql.fragment`t.currency_code`)}
+        AND t.format_version = ${FORMAT_VERSION}
     `),
   ]);
   return { rendered, missing: missing.length };
@@ -90,6 +96,7 @@ async function findMissingRuns(pool: DatabasePool) {
         AND t.interval_seconds = ${RENDERED_LEVEL.seconds} AND t.run_start = run
         AND t.run_end = run + make_interval(secs => ${runSeconds}::float8)
         AND t.revision = ${revisionOf(sql.fragment`c.code`)}
+        AND t.format_version = ${FORMAT_VERSION}
     )
     ORDER BY c.code, shape.name, run
   `);
@@ -115,15 +122,16 @@ async function render(
   // of one moment: a run a backfill has touched and not yet been recomputed is left for later.
   const written = await pool.query(sql.unsafe`
     INSERT INTO history_run_texts
-      (currency_code, shape, interval_seconds, run_start, run_end, revision, empty, items)
-    SELECT ${code}, ${shape}, ${RENDERED_LEVEL.seconds}, text.lo, text.hi, ${revisionOf(sql.fragment`${code}`)},
-           text.empty, text.items
+      (currency_code, shape, interval_seconds, format_version, run_start, run_end, revision,
+       empty, items)
+    SELECT ${code}, ${shape}, ${RENDERED_LEVEL.seconds}, ${FORMAT_VERSION}, text.lo, text.hi,
+           ${revisionOf(sql.fragment`${code}`)}, text.empty, text.items
     FROM (${runsJsonQuery(request, segments, NO_SEEDS, shape, runs)}) AS text
     WHERE NOT EXISTS (
       SELECT 1 FROM price_invalidations i
       WHERE i.currency_code = ${code} AND i.range_end >= text.lo AND i.range_start < text.hi
     )
-    ON CONFLICT (currency_code, shape, interval_seconds, run_start) DO UPDATE
+    ON CONFLICT (currency_code, shape, interval_seconds, format_version, run_start) DO UPDATE
       SET run_end = EXCLUDED.run_end, revision = EXCLUDED.revision, empty = EXCLUDED.empty,
           items = EXCLUDED.items, rendered_at = now()
   `);

@@ -1,7 +1,7 @@
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { utcOriginMs } from '../../shared/time/bucketGrid.ts';
-import type { ItemShape } from './jsonText.ts';
+import { FORMAT_VERSION, type ItemShape } from './jsonText.ts';
 import { LEVELS, mod } from './levels.ts';
 import type { Segment } from './planner.ts';
 import type { CandleRequest } from './request.ts';
@@ -11,7 +11,8 @@ import { RUN_BUCKETS, type Run } from './runs.ts';
 // The in-process cache (runCache.ts) serves repeated answers; these serve the first one: the
 // worker renders every whole run of the 1h level below its materialisation watermark, so a
 // year at one hour reads 17 texts instead of formatting 8,760 buckets. They are read only at
-// the currency's current revision, so a recomputed backfill never shows through an old text.
+// the currency's current revision, so a recomputed backfill never shows through an old text, and
+// only at this code's FORMAT_VERSION, so a deploy never splices texts of an older format in.
 
 /** The level whose whole runs are rendered: hourly buckets, what a year-long chart asks for. */
 export const RENDERED_LEVEL = LEVELS[1];
@@ -41,7 +42,10 @@ export function isRenderedRun(
 
 const textRow = z.object({ start: z.date(), empty: z.boolean(), items: z.string() });
 
-/** The rendered texts of these runs at this revision, by run start; runs not rendered are absent. */
+/**
+ * The rendered texts of these runs at this revision and this code's format version, by run start;
+ * runs not rendered are absent.
+ */
 export async function readRunTexts(
   pool: DatabasePool,
   code: string,
@@ -55,6 +59,7 @@ export async function readRunTexts(
     SELECT run_start AS start, empty, items FROM history_run_texts
     WHERE currency_code = ${code} AND shape = ${shape}
       AND interval_seconds = ${RENDERED_LEVEL.seconds} AND revision = ${revision}
+      AND format_version = ${FORMAT_VERSION}
       AND run_start = ANY(${sql.array(starts, 'timestamptz')})
       AND run_end = run_start + make_interval(secs => ${RENDERED_RUN_MS / 1000}::float8)
   `);

@@ -76,7 +76,3 @@ export class TimeParser {
 export function clip(text: string, max = 40): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
-
-export function microsToIso(us: number): string {
-  return new Date(Math.floor(us / 1000)).toISOString();
-}

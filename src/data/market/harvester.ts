@@ -1,4 +1,8 @@
-import { counter, gauge, histogram } from '../../shared/metrics.ts';
+import {
+  harvestSourceFetchDuration as fetchDuration,
+  harvestSourceFetchErrors as fetchErrors,
+  harvestSourceLastSuccess as lastSuccess,
+} from '../../shared/metrics.ts';
 import type { HarvestedPrice } from '../prices/recordHarvest.ts';
 import {
   SOURCE_FAILURES,
@@ -6,23 +10,6 @@ import {
   type PriceRequest,
   type PriceSource,
 } from './sources/index.ts';
-
-const fetchErrors = counter(
-  'harvest_source_fetch_errors_total',
-  'Price fetches that failed, by source and reason (timeout, http, rate_limited, …).',
-  ['source', 'reason'],
-);
-const lastSuccess = gauge(
-  'harvest_source_last_success_timestamp_seconds',
-  'Unix time of the last fetch that priced at least one currency, by source.',
-  ['source'],
-);
-const fetchDuration = histogram(
-  'harvest_source_fetch_duration_seconds',
-  'Time one source took to answer a harvest cycle, failures included.',
-  ['source'],
-  [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
-);
 
 /**
  * Starts every source's fetch-error series at 0, so rate() and increase() over them answer 0

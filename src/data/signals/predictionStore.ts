@@ -61,7 +61,6 @@ const storedPredictionRow = z.object({
   lastUpdated: z.date(),
   receivedAt: z.date(),
 });
-export type StoredPredictionRow = z.infer<typeof storedPredictionRow>;
 
 const evaluatedPredictionRow = storedPredictionRow.extend({
   marketPrice: z.number().nullable(),

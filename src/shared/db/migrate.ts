@@ -52,24 +52,6 @@ export async function migrate(url: string, logger?: Logger): Promise<MigrationRe
   }
 }
 
-/** Names of the migrations recorded as applied, or null when the table does not exist yet. */
-export async function appliedMigrations(url: string): Promise<string[] | null> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const exists = await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [
-      MIGRATIONS_TABLE,
-    ]);
-    if (!exists.rows[0]?.t) return null;
-    const rows = await client.query<{ name: string }>(
-      `SELECT name FROM ${MIGRATIONS_TABLE} ORDER BY run_on, id`,
-    );
-    return rows.rows.map((r) => r.name);
-  } finally {
-    await client.end();
-  }
-}
-
 const quietWorkerLogger = new WorkerLogger(() => () => {});
 
 function migrationLogger(logger?: Logger) {

@@ -1,3 +1,4 @@
+import type { Middleware } from 'koa';
 import { z } from 'zod';
 import { NotFoundError } from '../../../shared/errors.ts';
 import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
@@ -7,6 +8,9 @@ import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { findCurrency } from '../../currencyKeys.ts';
 import { performanceOf } from '../../performance.ts';
 import {
+  candleParams,
+  candleQuery,
+  candleSchema,
   currencyListSchema,
   historyParams,
   performanceParams,
@@ -20,6 +24,8 @@ import {
 export interface MarketRouteDeps {
   data: DataClient;
   maxPoints: number;
+  /** Per-client rate limit of history reads (anonymous callers strictest). */
+  limitRate: Middleware;
 }
 
 export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteDeps) {
@@ -70,6 +76,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       path: '/api/currency/history/{code}',
       operationId: 'currencyHistory',
       cancelWhenAbandoned: true,
+      before: [deps.limitRate],
       summary: 'Price history of a currency at a chosen resolution',
       description:
         'Epoch-aligned buckets of `intervalSeconds` over the last `hours`, each stamped with its ' +
@@ -81,7 +88,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
         200: { description: 'Points, oldest first', schema: z.array(timeValueSchema) },
         204: { description: 'No price in the window' },
       },
-      errors: [400, 404, 503],
+      errors: [400, 404, 429, 503],
       handler: async (ctx, { params, query }) => {
         assertWithinPointCap(
           maxBucketsOverHours(query.hours, query.intervalSeconds),
@@ -99,6 +106,56 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
         ctx.body = points.map((p) => ({
           timestamp: new Date(p.time).toISOString(),
           value: p.value,
+        }));
+      },
+    }),
+  );
+
+  registry.add(
+    defineRoute({
+      method: 'get',
+      path: '/api/currency/candles/{code}',
+      operationId: 'currencyCandles',
+      cancelWhenAbandoned: true,
+      summary: 'OHLCV candles of a currency (the chart of the dashboard)',
+      description:
+        'The data module’s candles over the last `hours`, `intervalSeconds` wide, stamped with ' +
+        'their start; with `tz`, candles of a day or more start at that zone’s midnight. Empty ' +
+        'buckets are left out.',
+      tags: ['currency'],
+      params: candleParams,
+      query: candleQuery,
+      responses: {
+        200: { description: 'Candles, oldest first', schema: z.array(candleSchema) },
+        204: { description: 'No price in the window' },
+      },
+      errors: [400, 404, 503],
+      handler: async (ctx, { params, query }) => {
+        assertWithinPointCap(
+          maxBucketsOverHours(query.hours, query.intervalSeconds),
+          deps.maxPoints,
+          { parameter: 'intervalSeconds', advice: 'use a larger intervalSeconds' },
+        );
+        if (!(await deps.data.currentPrice(params.code))) {
+          throw new NotFoundError(`Unknown currency '${params.code}'`, 'unknown_currency');
+        }
+        const candles = await deps.data.candles(params.code, {
+          hours: query.hours,
+          intervalSeconds: query.intervalSeconds,
+          ...(query.tz ? { timeZone: query.tz } : {}),
+        });
+        const filled = candles.filter((c) => c.count > 0 && c.open !== null);
+        if (filled.length === 0) {
+          ctx.status = 204;
+          return;
+        }
+        ctx.body = filled.map((c) => ({
+          timestamp: c.timestamp,
+          open: c.open,
+          high: c.high,
+          low: c.low,
+          close: c.close,
+          volume: c.volume,
         }));
       },
     }),

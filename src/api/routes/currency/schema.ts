@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { shareCount } from '../../../shared/amounts.ts';
 import { dayStatsFields } from '../../../data/routes/currency/schema.ts';
+import { integerParam, MAX_HOURS } from '../../../shared/http/queryParams.ts';
+import { isKnownTimeZone } from '../../../shared/time/timeZones.ts';
 import {
   currencyCode,
   currencyKey,
@@ -65,3 +67,44 @@ export const timeValueSchema = z
   .meta({ id: 'TimeValue' });
 
 export const historyParams = z.object({ code: currencyCode });
+
+export const candleParams = z.object({ code: currencyCode });
+
+const WEEK_SECONDS = 604_800;
+
+export const candleQuery = z
+  .object({
+    hours: integerParam
+      .pipe(z.number().int().min(1).max(MAX_HOURS))
+      .default(24)
+      .meta({ description: `Length of the window ending now, in hours (1..${MAX_HOURS}).` }),
+    intervalSeconds: integerParam
+      .pipe(z.number().int().min(1).max(WEEK_SECONDS))
+      .default(300)
+      .meta({ description: `Width of a candle in seconds (1..${WEEK_SECONDS}, one week).` }),
+    tz: z
+      .string()
+      .refine(isKnownTimeZone, 'unknown time zone (use an IANA name such as Europe/Berlin)')
+      .optional()
+      .meta({ description: 'IANA time zone: candles of a day or more start at local midnight.' }),
+  })
+  .superRefine((q, ctx) => {
+    if (q.intervalSeconds > q.hours * 3600) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['intervalSeconds'],
+        message: `must not exceed hours×3600 (${q.hours * 3600})`,
+      });
+    }
+  });
+
+export const candleSchema = z
+  .object({
+    timestamp: z.iso.datetime().meta({ description: 'Start of the candle' }),
+    open: z.number(),
+    high: z.number(),
+    low: z.number(),
+    close: z.number(),
+    volume: z.number(),
+  })
+  .meta({ id: 'PriceCandle' });

@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type { DatabasePool } from 'slonik';
 import { NotFoundError } from '../../../shared/errors.ts';
 import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
@@ -31,6 +31,8 @@ export interface HistoryRouteDeps {
   pool: DatabasePool;
   data: DataClient;
   maxPoints: number;
+  /** Per-client rate limit of history reads. */
+  limitRate: Middleware;
 }
 
 export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRouteDeps) {
@@ -46,13 +48,13 @@ export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRout
         'first price (else the latest earlier price), so backfilled prices count at once.',
       tags: PORTFOLIO_TAG,
       security: sessionSecurity,
-      before: [requireUser],
+      before: [requireUser, deps.limitRate],
       query: historyWindowQuery,
       responses: {
         200: { description: 'Points, oldest first', schema: z.array(portfolioHistorySchema) },
         204: { description: 'The portfolio has no history yet' },
       },
-      errors: [401, 503],
+      errors: [401, 429, 503],
       handler: async (ctx, { query }) => {
         const window = await historyWindow(ctx, deps, query);
         const points = window && portfolioHistory(window);

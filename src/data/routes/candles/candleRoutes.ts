@@ -20,9 +20,12 @@ import { assertWithinPointCap, maxBuckets } from '../../../shared/time/bucketGri
 import type { RunCache } from '../../history/runCache.ts';
 import { candleExportQuery, candleParams, candleQuery, candleSchema } from './schema.ts';
 import { respondWithJsonPieces } from '../jsonPieces.ts';
+import type { ReadGates } from '../../readGates.ts';
 
 export interface CandleRouteDeps {
+  /** The read pool: every query of these routes is an expensive read. */
   pool: DatabasePool;
+  gates: ReadGates;
   requireScope: ScopeGuard;
   maxPoints: number;
   logger: Logger;
@@ -54,7 +57,7 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
       description: `${ALIGNMENT} Answers over the point cap are refused with 400: use the export route for those.`,
       tags: ['candles'],
       security: bearerSecurity('read'),
-      before: [deps.requireScope('read')],
+      before: [deps.requireScope('read'), deps.gates.candles.middleware],
       params: candleParams,
       query: candleQuery,
       responses: {
@@ -93,7 +96,7 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
         'constant memory; `format=ndjson` gives one JSON object per line.',
       tags: ['candles'],
       security: bearerSecurity('read'),
-      before: [deps.requireScope('read')],
+      before: [deps.requireScope('read'), deps.gates.export.middleware],
       params: candleParams,
       query: candleExportQuery,
       responses: {

@@ -111,8 +111,6 @@ export const candleExportQuery = z
   })
   .superRefine(windowRules);
 
-export type CandleQueryInput = z.output<typeof candleQuery>;
-
 export const candleSchema = z
   .object({
     timestamp: z.iso.datetime().meta({ description: 'Start of the bucket' }),

@@ -14,9 +14,13 @@ import {
   timeValueSchema,
 } from './schema.ts';
 import { respondWithJsonPieces } from '../jsonPieces.ts';
+import type { ReadGates } from '../../readGates.ts';
 
 export interface CurrencyRouteDeps {
   pool: DatabasePool;
+  /** History reads only. */
+  readPool: DatabasePool;
+  gates: ReadGates;
   requireScope: ScopeGuard;
   maxPoints: number;
   /** Settled runs of history answers kept between requests; none when turned off. */
@@ -88,7 +92,7 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
         'with 400: use the export route for those.',
       tags: ['currency'],
       security: bearerSecurity('read'),
-      before: [deps.requireScope('read')],
+      before: [deps.requireScope('read'), deps.gates.history.middleware],
       params: historyParams,
       query: historyWindowQuery,
       responses: {
@@ -109,7 +113,7 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
         const from = new Date(to.getTime() - query.hours * 3_600_000);
         // The first price of each bucket is its candle's open, so the rollup planner answers.
         const answer = await queryOpensJson(
-          deps.pool,
+          deps.readPool,
           { code: params.code, from, to, intervalSeconds: query.intervalSeconds },
           { requireCurrency: true, cache: deps.historyCache },
         );
