@@ -23,6 +23,8 @@ export class FakeBinance {
   listedFrom = Date.UTC(2017, 0, 1);
   until = Date.now();
   failAlwaysFrom: number | null = null;
+  /** Bases exchangeInfo lists as trading against USDT (klines answer for any USDT pair). */
+  listed = new Set(['BTC', 'ETH', 'SOL', 'XRP', 'ADA', 'DOGE', 'LTC']);
   private server: Server | null = null;
   url = '';
 
@@ -41,6 +43,7 @@ export class FakeBinance {
   private handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', 'http://x');
     this.requests.push(url);
+    if (url.pathname === '/api/v3/exchangeInfo') return this.exchangeInfo(res);
     if (url.pathname !== '/api/v3/klines')
       return this.json(res, 404, { code: -1, msg: 'not found' });
     if (this.failAlwaysFrom !== null && this.requests.length >= this.failAlwaysFrom) {
@@ -107,6 +110,21 @@ export class FakeBinance {
     this.json(res, 200, klines, {
       'x-mbx-used-weight-1m': String(weight),
       'x-mbx-used-weight': String(weight),
+    });
+  }
+
+  /** exchangeInfo's shape, trimmed to the fields clients read. */
+  private exchangeInfo(res: ServerResponse) {
+    this.json(res, 200, {
+      timezone: 'UTC',
+      serverTime: Date.now(),
+      symbols: [...this.listed].map((base) => ({
+        symbol: `${base}USDT`,
+        status: 'TRADING',
+        baseAsset: base,
+        quoteAsset: 'USDT',
+        isSpotTradingAllowed: true,
+      })),
     });
   }
 

@@ -35,10 +35,12 @@ import { migrate } from '../../shared/db/migrate.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
 import { createLogger } from '../../shared/logger.ts';
 import { printable } from '../../shared/printable.ts';
+import type { RangeMode } from '../../data/ingest/exchange/incremental.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 import { withExitCodes } from '../help.ts';
 import { createProgress } from '../progress.ts';
+import { runIncrementalBackfill, type IncrementalOptions } from './backfillIncremental.ts';
 
 interface BackfillOptions {
   strict?: boolean;
@@ -52,6 +54,9 @@ interface BackfillOptions {
   to?: string;
   interval: string;
   quote?: string;
+  all?: boolean;
+  sinceLast?: boolean;
+  prepend?: boolean;
 }
 
 export function registerBackfillCommand(program: Command) {
@@ -75,7 +80,10 @@ export function registerBackfillCommand(program: Command) {
       ).choices([...EXCHANGE_SOURCES, SIMULATED_SOURCE]),
     )
     .addOption(
-      new Option('--days <n>', 'with --source simulated: days ending now (default 30)')
+      new Option(
+        '--days <n>',
+        'with --source: the last N days (simulated: default 30, at most 366), or N days before the earliest stored candle with --prepend',
+      )
         .argParser(parseDays)
         .default(undefined),
     )
@@ -90,6 +98,15 @@ export function registerBackfillCommand(program: Command) {
       '--quote <asset>',
       'with --source: quote asset of the pair (default USDT on Binance, USD on Coinbase and Kraken)',
     )
+    .option('--all', 'with --source: every currency of the list that the exchange lists')
+    .option(
+      '--since-last',
+      "with --source: from each currency's last stored candle to now (--days N for those with none)",
+    )
+    .option(
+      '--prepend',
+      'with --source and --days: extend history N days backwards from the earliest stored candle',
+    )
     .option('--json', 'print the summary as JSON')
     .addHelpText(
       'after',
@@ -100,11 +117,23 @@ whose every row is rejected loads nothing and is not recorded. A --strict run re
 that an earlier run without --strict loaded with rejected rows, and reports it rejected (exit 1):
 --strict writes nothing of it, and the rows that earlier run stored stay.
 
+Incremental (--since-last, --days, --prepend, --all with an exchange): each currency's range
+follows from what is stored; it is loaded one day slice at a time, each slice committed and
+recorded with its rows, so a killed run is resumed by running it again and nothing is loaded
+twice. One progress bar covers the whole run (on a terminal; plain lines on stderr otherwise),
+then one line per currency: rows loaded, rows skipped as already stored, and the range asked for.
+Currencies without a stored candle are left alone by --since-last without --days and by --prepend.
+Page sizes: Binance 1,000 candles a call, Coinbase 300; Kraken serves only its last 720 candles of
+each size (12 hours of 1m candles), so older ranges are cut to what it has.
+
 Examples:
   $ platform backfill ./history/BTCUSDT-1m-2025-01.zip
   $ platform backfill ./history --strict --json
   $ platform backfill ./history --enqueue
   $ platform backfill --source binance --code BTC --from 2025-01-01 --to 2025-02-01 --interval 1h
+  $ platform backfill --source binance --all --since-last --days 30
+  $ platform backfill --source coinbase --all --days 7
+  $ platform backfill --source binance --all --prepend --days 90
   $ platform backfill --source simulated --days 7`,
     );
   withExitCodes(backfill, {
@@ -113,15 +142,24 @@ Examples:
       'with --enqueue: every job queued (the worker reports how each load went)',
     failure:
       'a file or slice failed or was rejected whole, or rows were rejected\n' +
-      '(the summary lists them as file:line reason), or the database failed',
+      '(the summary lists them as file:line reason), or the database failed;\n' +
+      'incremental: a currency failed or the exchange stayed unreachable (rerun to resume)',
   });
   backfill.action(async (paths: string[], options: BackfillOptions, command: Command) => {
     const usage = (message: string) => command.error(`error: ${message}`, { exitCode: EXIT.usage });
+    if (options.source !== SIMULATED_SOURCE && isIncremental(options)) {
+      const incremental = incrementalOptions(paths, options, usage);
+      const config = configFromCommand(command);
+      await prepareDatabase(config);
+      process.exitCode = await runIncrementalBackfill(config, incremental);
+      return;
+    }
     if (options.source === SIMULATED_SOURCE) {
       if (paths.length > 0) usage('give either paths or --source, not both');
       if (options.from || options.to) usage('--source simulated takes --days, not --from/--to');
-    } else if (options.days !== undefined) {
-      usage('--days goes with --source simulated');
+      if ((options.days ?? 0) > 366) usage('--source simulated takes at most 366 days');
+      if (options.all || options.sinceLast || options.prepend)
+        usage('--all, --since-last and --prepend go with an exchange, not --source simulated');
     } else if (options.source) {
       if (paths.length > 0) usage('give either paths or --source, not both');
       if (!options.code || !options.from || !options.to) {
@@ -148,6 +186,53 @@ Examples:
     else process.stdout.write(formatSummary(summary, options.source ? 'slice' : 'file'));
     process.exitCode = summaryExitCode(summary);
   });
+}
+
+function isIncremental(o: BackfillOptions): boolean {
+  return !!(o.all || o.sinceLast || o.prepend || o.days !== undefined);
+}
+
+/** Checks the incremental options against each other; a contradiction is a usage error (2). */
+function incrementalOptions(
+  paths: string[],
+  o: BackfillOptions,
+  usage: (message: string) => never,
+): IncrementalOptions {
+  const source = o.source;
+  if (!source || source === SIMULATED_SOURCE)
+    usage('--all, --since-last, --days and --prepend need --source with an exchange');
+  if (paths.length > 0) usage('give either paths or --source, not both');
+  if (o.enqueue) usage('--enqueue works with --code, --from and --to only');
+  if (!!o.all === !!o.code) usage('give either --all or --code');
+  const code = o.code?.toUpperCase();
+  if (code !== undefined && !/^[A-Z0-9]{1,15}$/.test(code))
+    usage('--code must be 1 to 15 letters or digits');
+  const days = o.days;
+  const ranged = o.from !== undefined || o.to !== undefined;
+  if ([o.sinceLast, o.prepend, ranged].filter(Boolean).length > 1)
+    usage('give one of --since-last, --prepend or --from/--to');
+  let mode: RangeMode;
+  if (o.sinceLast) mode = { kind: 'since-last', ...(days !== undefined ? { days } : {}) };
+  else if (o.prepend) {
+    if (days === undefined) usage('--prepend needs --days N (how far back to extend)');
+    mode = { kind: 'prepend', days };
+  } else if (ranged) {
+    if (days !== undefined) usage('give either --days or --from/--to');
+    const fromMs = parseTimeOption(o.from ?? '', '--from', usage);
+    const toMs = o.to === undefined ? Date.now() : parseTimeOption(o.to, '--to', usage);
+    if (fromMs >= toMs) usage('--from must be before --to');
+    mode = { kind: 'between', fromMs, toMs };
+  } else if (days !== undefined) mode = { kind: 'days', days };
+  else usage('give --since-last, --days N, --prepend --days N or --from/--to');
+  return {
+    source,
+    ...(code ? { code } : {}),
+    mode,
+    interval: o.interval,
+    ...(o.quote ? { quote: o.quote } : {}),
+    force: !!o.force,
+    json: !!o.json,
+  };
 }
 
 /** What --help promises: 1 when anything of the input was not loaded, be it a file or a row. */
@@ -283,8 +368,8 @@ async function backfillSimulated(
 
 function parseDays(text: string): number {
   const days = Number(text);
-  if (!Number.isInteger(days) || days < 1 || days > 366) {
-    throw new InvalidArgumentError('a whole number of days from 1 to 366');
+  if (!Number.isInteger(days) || days < 1 || days > 36_500) {
+    throw new InvalidArgumentError('a whole number of days from 1 to 36500');
   }
   return days;
 }
