@@ -37,7 +37,7 @@ describe('--help', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Usage: platform /);
     for (const [name] of paths) expect(result.stdout).toContain(name);
-    expect(result.stdout).toMatch(/Exit codes: 0 success, 1 failure/);
+    expect(result.stdout).toMatch(/Exit codes:\n {2}0 {2}success\n {2}1 {2}failure/);
   });
 
   test.each(paths.map((path) => path.join(' ')))(
