@@ -4,7 +4,7 @@
 // candles. Prints the seconds beside the 120 s goal, the job's own seconds (from its log), the
 // load average, and how the history joins the live prices (largest one-minute move across the
 // joint against the typical one).
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -65,7 +65,23 @@ async function main() {
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
   try {
-    const token = await waitFor(() => /data token[^:]*: (\S+)/.exec(output)?.[1], 120_000);
+    await waitFor(() => (/platform is running/.test(output) ? true : undefined), 120_000);
+    // `platform start` shows its token only on a terminal: make one as an operator would.
+    const created = execFileSync(
+      process.execPath,
+      [
+        join(root, 'bin/platform.mjs'),
+        'token',
+        'create',
+        '--name',
+        'bench',
+        '--scope',
+        'read',
+        '--json',
+      ],
+      { env: { ...process.env, DATABASE_URL: dbUrl, LOG_LEVEL: 'warn' } },
+    );
+    const token = (JSON.parse(created.toString()) as { token: string }).token;
     const base = `http://127.0.0.1:${port}`;
     const get = async <T>(path: string): Promise<T> => {
       const response = await fetch(base + path, { headers: { authorization: `Bearer ${token}` } });

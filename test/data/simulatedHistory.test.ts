@@ -182,6 +182,20 @@ describe('platform backfill --source simulated', () => {
     expect(btc).toBe(1440 + summary.inserted);
   }, 120_000);
 
+  test('--enqueue hands the days to the workers as the same job', async () => {
+    const runtime = await freshPlatform();
+    const env = { DATABASE_URL: runtime.config.DATABASE_URL };
+    const result = await runCli(
+      ['backfill', '--source', 'simulated', '--days', '2', '--enqueue', '--json'],
+      env,
+    );
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ enqueued: 1 });
+    expect(await queuedJobs(runtime)).toBe(1);
+    const [line] = await checkSimulatedHistory({ pool: runtime.pool, config: runtime.config });
+    expect(line!.detail).toMatch(/^simulated history: 0\/2 days/);
+  }, 120_000);
+
   test('refused on a real source and for bad options (exit 2)', async () => {
     const runtime = await freshPlatform();
     const env = { DATABASE_URL: runtime.config.DATABASE_URL };

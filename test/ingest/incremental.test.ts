@@ -3,11 +3,11 @@ import { spawn } from 'node:child_process';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
-import { PLATFORM_BIN, runCli, waitForExit } from '../support/cli.ts';
+import { PLATFORM_BIN, runCli, spawnCli, waitForExit } from '../support/cli.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { until } from '../support/wait.ts';
 import { FakeBinance } from './fakeBinance.ts';
-import { FakeKraken } from './fakeHistory.ts';
+import { FakeCoinbase, FakeKraken } from './fakeHistory.ts';
 import { MINUTE } from './fixtures.ts';
 
 // `platform backfill --source … --all --since-last | --days | --prepend`, run as a user would
@@ -21,18 +21,22 @@ const END = Math.floor(Date.now() / MINUTE) * MINUTE - HOUR;
 let runtime: TestRuntime;
 let binance: FakeBinance;
 let kraken: FakeKraken;
+let coinbase: FakeCoinbase;
 
 beforeAll(async () => {
   runtime = await createTestRuntime();
   await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
   binance = await new FakeBinance().start();
   kraken = await new FakeKraken().start();
+  coinbase = await new FakeCoinbase().start();
+  coinbase.until = END - 1;
   binance.until = END - 1;
 });
 
 afterAll(async () => {
   await binance.stop();
   await kraken.stop();
+  await coinbase.stop();
   await runtime.dispose();
 });
 
@@ -40,6 +44,7 @@ const env = () => ({
   DATABASE_URL: runtime.config.DATABASE_URL,
   BINANCE_API_URL: binance.url,
   KRAKEN_API_URL: kraken.url,
+  COINBASE_EXCHANGE_API_URL: coinbase.url,
 });
 
 const backfill = (...args: string[]) => runCli(['backfill', ...args], env());
@@ -180,6 +185,26 @@ describe('platform backfill, incremental', () => {
     expect(help.stdout).toMatch(/last 720 candles/);
     expect(help.stdout).toMatch(/--since-last/);
     expect(help.stdout).toMatch(/Exit codes:\n\s+0 /);
+  });
+
+  test('Coinbase on a terminal: one progress bar for the run, then a line per currency', async () => {
+    coinbase.listed = new Set(['LINK', 'DOT']);
+    coinbase.listedFrom = END - 10 * HOUR;
+    const { child, output } = await spawnCli(
+      ['backfill', '--source', 'coinbase', '--all', '--days', '1'],
+      env(),
+      /LINK .*\n.*DOT .*\n|DOT .*\n.*LINK .*\n/,
+      180_000,
+      { terminal: true },
+    );
+    expect(await waitForExit(child)).toBe(0);
+    expect(output()).toMatch(/\d+% \| [\d,]+ rows/);
+    expect(output()).toMatch(/backfill coinbase: 2 currencies; loaded 1,200 rows/);
+    for (const code of ['LINK', 'DOT'])
+      expect(await stored(code)).toEqual({ n: 600, first: END - 10 * HOUR, last: END - MINUTE });
+    // 300 candles a call: 10 hours are at least two calls per currency, never a wider one.
+    const calls = coinbase.requests.filter((u) => u.pathname.endsWith('/candles'));
+    expect(calls.length).toBeGreaterThanOrEqual(4);
   });
 
   test('contradictory options are usage errors (exit 2) that touch nothing', async () => {

@@ -17,7 +17,11 @@ import { importFile } from '../../data/ingest/importFile.ts';
 import { enqueueFileJobs, enqueueSliceJobs } from '../../data/ingest/jobs.ts';
 import { failedResult } from '../../data/ingest/loader.ts';
 import { SIMULATED_SOURCE } from '../../data/ingest/simulated/days.ts';
-import { enqueueSimulatedHistory, simulatedOnly } from '../../data/ingest/simulated/firstStart.ts';
+import {
+  enqueueSimulatedHistory,
+  SIMULATED_HISTORY_TASK,
+  simulatedOnly,
+} from '../../data/ingest/simulated/firstStart.ts';
 import { loadSimulatedHistory } from '../../data/ingest/simulated/simulatedHistory.ts';
 import {
   formatSummary,
@@ -343,7 +347,8 @@ async function backfillSimulated(
     ...(options.code ? { codes: [options.code.toUpperCase()] } : {}),
   };
   if (options.enqueue) {
-    await withPool(config, (pool) => enqueueSimulatedHistory(pool, request));
+    const key = `${SIMULATED_HISTORY_TASK}:${Math.floor(request.untilMs / 60_000)}:${options.code ?? '*'}`;
+    await withPool(config, (pool) => enqueueSimulatedHistory(pool, request, key));
     reportEnqueued(1, 'simulated history', options.json);
     return null;
   }

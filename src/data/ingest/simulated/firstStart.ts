@@ -68,13 +68,17 @@ export async function queueSimulatedHistory(
   });
 }
 
-/** The job itself (`platform backfill --source simulated --enqueue` queues it too). */
+/**
+ * The job itself. Starts share one key (two starting at once queue one job);
+ * `platform backfill --source simulated --enqueue` names its own days.
+ */
 export async function enqueueSimulatedHistory(
   db: CommonQueryMethods,
   payload: SimulatedHistoryPayload,
+  jobKey = SIMULATED_HISTORY_TASK,
 ): Promise<void> {
   await enqueueJob(db, SIMULATED_HISTORY_TASK, simulatedHistoryPayload.parse(payload), {
-    jobKey: SIMULATED_HISTORY_TASK,
+    jobKey,
     jobKeyMode: 'unsafe_dedupe',
     maxAttempts: MAX_ATTEMPTS,
   });
