@@ -19,7 +19,7 @@ const local = {
 };
 
 /** Tick labels in local time: time of day within a day, dates above that. */
-function tickMark(time, tickType) {
+export function tickMark(time, tickType) {
   const date = new Date(time * 1000);
   if (tickType <= 1) return local.month.format(date); // year, month
   if (tickType === 2) return local.day.format(date);
@@ -42,18 +42,19 @@ export class CandleChart {
       },
       grid: { vertLines: { color: COLORS.grid }, horzLines: { color: COLORS.grid } },
       crosshair: { mode: CrosshairMode.Normal },
-      rightPriceScale: { borderColor: COLORS.grid },
+      // Only whole labels: one cut by the pane's top or bottom edge reads as another price.
+      rightPriceScale: { borderColor: COLORS.grid, entireTextOnly: true },
       timeScale: {
         borderColor: COLORS.grid,
         timeVisible: true,
         secondsVisible: false,
         tickMarkFormatter: tickMark,
         maxBarSpacing: 24, // a fresh market's single candle stays a candle, not a block
+        // The latest candle sits at the right edge: with the edge fixed, lightweight-charts
+        // shifts the label under it inside the axis rather than cutting it in half.
+        fixRightEdge: true,
       },
-      localization: {
-        priceFormatter: price,
-        timeFormatter: (time) => local.full.format(new Date(time * 1000)),
-      },
+      localization: { priceFormatter: price, timeFormatter: localTime },
     });
     this.series = this.chart.addSeries(CandlestickSeries, {
       upColor: COLORS.up,
@@ -139,7 +140,7 @@ export class CandleChart {
       return;
     }
     const parts = [
-      ['', local.full.format(new Date(c.time * 1000))],
+      ['', localTime(c.time)],
       ['O', price(c.open)],
       ['H', price(c.high)],
       ['L', price(c.low)],

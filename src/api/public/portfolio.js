@@ -1,5 +1,6 @@
 import { AreaSeries, createChart } from '/app/vendor/lightweight-charts.mjs';
 import { api } from './api.js';
+import { localTime, tickMark } from './chart.js';
 import { money, percent, shares } from './format.js';
 
 // The portfolio card: worth, profit (per asset and in all) and allocation, kept live by the
@@ -21,9 +22,20 @@ export class PortfolioView {
         attributionLogo: false,
       },
       grid: { vertLines: { visible: false }, horzLines: { color: 'rgba(139,155,180,0.12)' } },
-      rightPriceScale: { borderVisible: false },
-      timeScale: { borderVisible: false, timeVisible: true, maxBarSpacing: 24 },
-      localization: { priceFormatter: money },
+      // Only whole price labels (the top one was cut by the pane's edge).
+      rightPriceScale: { borderVisible: false, entireTextOnly: true },
+      timeScale: {
+        borderVisible: false,
+        timeVisible: true,
+        secondsVisible: false,
+        tickMarkFormatter: tickMark,
+        maxBarSpacing: 24,
+      },
+      // An overview of one day: no panning or zooming (nor a swipe caught on a phone), which
+      // also lets lightweight-charts keep the labels at both ends whole, inside the axis.
+      handleScroll: false,
+      handleScale: false,
+      localization: { priceFormatter: money, timeFormatter: localTime },
     });
     this.series = this.worth.addSeries(AreaSeries, {
       lineColor: '#2dd4bf',
