@@ -22,6 +22,8 @@ const state = {
 
 // ---------- errors and notices ----------
 
+// One notice at a time, the newest replacing the last: a stack of them covered the page. On a
+// wide screen it sits in the header's empty middle, on a narrow one at the bottom (styles.css).
 function toast(message, kind = 'error') {
   const item = document.createElement('div');
   item.className = `toast toast-${kind}`;
@@ -33,8 +35,21 @@ function toast(message, kind = 'error') {
   close.textContent = '×';
   close.addEventListener('click', () => item.remove());
   item.append(close);
-  $('#toasts').append(item);
-  setTimeout(() => item.remove(), kind === 'error' ? 8000 : 4000);
+  $('#toasts').replaceChildren(item);
+  setTimeout(() => fadeOut(item), kind === 'error' ? 8000 : 4000);
+}
+
+function fadeOut(item) {
+  if (!item.isConnected) return;
+  if (window.matchMedia('(prefers-reduced-motion: reduce)').matches) {
+    item.remove();
+    return;
+  }
+  const fading = item.animate([{ opacity: 1 }, { opacity: 0 }], {
+    duration: 400,
+    fill: 'forwards',
+  });
+  fading.finished.then(() => item.remove()).catch(() => item.remove());
 }
 
 async function attempt(work, { button } = {}) {
