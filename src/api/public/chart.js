@@ -26,6 +26,11 @@ export function tickMark(time, tickType) {
   return local.time.format(date);
 }
 
+/** Crosshair labels and the readout in local time. */
+export function localTime(time) {
+  return local.full.format(new Date(time * 1000));
+}
+
 export class CandleChart {
   constructor(element, readout) {
     this.readout = readout;
