@@ -118,7 +118,9 @@ function sourceFiles(dir: string): string[] {
 function runtimeImports(source: string): string[] {
   const specifiers: string[] = [];
   for (const [, typeOnly, specifier] of source.matchAll(
-    /^\s*(?:import|export)\s+(type\s+)?(?:[\s\S]*?\s+from\s+)?['"]([^'"]+)['"]/gm,
+    // The clause before `from` never crosses a statement's end, and a specifier holds no
+    // space: a string such as '… from ' + … inside an exported declaration is not an import.
+    /^\s*(?:import|export)\s+(type\s+)?(?:[^;]*?\s+from\s+)?['"]([^'"\s]+)['"]/gm,
   )) {
     if (!typeOnly && specifier) specifiers.push(specifier);
   }
