@@ -79,7 +79,11 @@ export async function runHarvestCycle(
 
   const written = await runtime.pool.transaction(async (tx) => {
     if (!(await claimSlot(tx, HARVEST_TASK, slot.start))) return null;
-    return recordHarvest(tx, { at: slot.start, prices: harvest.prices });
+    return recordHarvest(tx, {
+      at: slot.start,
+      prices: harvest.prices,
+      settleSeconds: runtime.config.ROLLUP_SETTLE_SECONDS,
+    });
   });
   if (!written) return finish('superseded', 0, harvest.outcomes);
   for (const { source } of harvest.prices) pricesWritten.inc({ source });

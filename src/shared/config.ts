@@ -181,7 +181,7 @@ export const configSchema = z.object({
     .max(86_400)
     .default(120)
     .describe(
-      'Rollup tables materialise only buckets that ended this long ago; newer writes may still be in flight (older ones must be marked with markTouchedRanges).',
+      'Rollup tables materialise only buckets that ended this long ago; newer writes may still be in flight; older ones are marked for recomputation by the writers (src/data/prices/invalidations.ts).',
     ),
   HEAL_LOOKBACK_HOURS: z.coerce
     .number()

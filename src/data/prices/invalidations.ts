@@ -1,6 +1,16 @@
 import type pg from 'pg';
 import { sql, type CommonQueryMethods } from 'slonik';
 
+// The rollups (src/data/history/refresh.ts) materialise buckets once they are older than the
+// settle window and never look at them again unless a range is marked here. So a raw price
+// written older than the settle window must be marked in the transaction that writes it, or
+// history answers keep the old values. Two modules write price_observations, and both mark:
+// - the bulk loader (src/data/ingest/loader.ts: files, the bulk route, exchange backfills, gap
+//   healing, simulated history) marks every range it writes, with markTouchedRangesOnClient;
+// - the harvest (src/data/prices/recordHarvest.ts) marks, in its insert statement, the prices
+//   older than the settle window (a late slot).
+// test/data/settleMarks.test.ts writes through each path and fails on a third writer.
+
 export interface TouchedRange {
   code: string;
   /** Earliest candle time written. */
