@@ -1,5 +1,5 @@
 import type { Config } from '../shared/config.ts';
-import { RouteGate } from '../shared/http/admission.ts';
+import { routeGate, type RouteGate } from '../shared/http/admission.ts';
 
 /**
  * The concurrency limits of the data module's expensive reads, each with its short queue: past
@@ -17,8 +17,8 @@ export function readGates(config: Config): ReadGates {
     maxWaitMs: config.ADMISSION_QUEUE_WAIT_MS,
   };
   return {
-    history: new RouteGate('history', { limit: config.HISTORY_MAX_CONCURRENT, ...queue }),
-    candles: new RouteGate('candle', { limit: config.CANDLES_MAX_CONCURRENT, ...queue }),
-    export: new RouteGate('export', { limit: config.EXPORT_MAX_CONCURRENT, ...queue }),
+    history: routeGate('history', { limit: config.HISTORY_MAX_CONCURRENT, ...queue }),
+    candles: routeGate('candle', { limit: config.CANDLES_MAX_CONCURRENT, ...queue }),
+    export: routeGate('export', { limit: config.EXPORT_MAX_CONCURRENT, ...queue }),
   };
 }

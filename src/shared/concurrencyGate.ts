@@ -1,5 +1,8 @@
 import { OverloadedError } from './errors.ts';
 
+/** Why a gate refused a piece of work. */
+export type GateRefusal = 'queue full' | 'waited too long' | 'client gone';
+
 export interface ConcurrencyGateOptions {
   /** Most pieces of work running at once. */
   limit: number;
@@ -7,15 +10,26 @@ export interface ConcurrencyGateOptions {
   maxWaiting?: number;
   /** Retry-After of a refusal, in seconds. */
   retryAfterSeconds?: number;
-  /** Message of a refusal. */
-  busyMessage?: string;
+  /** Message of a refusal, or the function making it from the reason. */
+  busyMessage?: string | ((reason: GateRefusal) => string);
   /** Told the running and waiting counts after every change (a gauge). */
   onChange?: (running: number, waiting: number) => void;
 }
 
+export interface AcquireOptions {
+  /** Ends the wait when it aborts (e.g. the client left): refused with OverloadedError. */
+  signal?: AbortSignal;
+  /** Longest wait for a place (ms), then refused with OverloadedError (default: no limit). */
+  maxWaitMs?: number;
+}
+
+/** Gives a place back (straight to the next waiter, if any); calling it again does nothing. */
+export type ReleasePlace = () => void;
+
 /**
  * At most `limit` pieces of work at once (first come, first served); with `maxWaiting`, a bounded
- * queue, past which work is shed at once instead of waiting into a time-out.
+ * queue, past which work is shed at once instead of waiting into a time-out. `run` holds a place
+ * for one function; `acquire` holds one until released (e.g. an HTTP response closing).
  */
 export class ConcurrencyGate {
   private running = 0;
@@ -35,38 +49,81 @@ export class ConcurrencyGate {
   }
 
   async run<T>(work: () => Promise<T>): Promise<T> {
-    await this.acquire();
+    const release = await this.acquire();
     try {
       return await work();
     } finally {
-      this.release();
+      release();
     }
   }
 
-  private async acquire(): Promise<void> {
-    const { limit, maxWaiting } = this.options;
-    if (this.running < limit) {
+  /**
+   * Waits for a place and returns the function giving it back. Refused with OverloadedError (503
+   * with Retry-After) when the queue is full, the signal aborts or `maxWaitMs` passes; a refused
+   * wait leaves the queue at once.
+   */
+  async acquire(options: AcquireOptions = {}): Promise<ReleasePlace> {
+    await this.enter(options);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.leave();
+    };
+  }
+
+  private async enter({ signal, maxWaitMs }: AcquireOptions): Promise<void> {
+    if (signal?.aborted) throw this.refuse('client gone');
+    if (this.running < this.options.limit) {
       this.running++;
       this.changed();
       return;
     }
+    const { maxWaiting } = this.options;
     if (maxWaiting !== undefined && this.waiting.length >= maxWaiting) {
-      throw new OverloadedError(
-        this.options.retryAfterSeconds ?? 1,
-        this.options.busyMessage ?? 'Too busy; try again shortly',
-      );
+      throw this.refuse('queue full');
     }
-    // The releasing side hands its slot over: `running` stays as it is.
-    const turn = new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.changed();
-    await turn;
+    await new Promise<void>((resolve, reject) => {
+      const admit = () => {
+        stopWatching();
+        resolve();
+      };
+      const giveUp = (reason: GateRefusal) => {
+        const index = this.waiting.indexOf(admit);
+        if (index >= 0) this.waiting.splice(index, 1);
+        stopWatching();
+        this.changed();
+        reject(this.refuse(reason));
+      };
+      const timer =
+        maxWaitMs === undefined
+          ? undefined
+          : setTimeout(() => giveUp('waited too long'), maxWaitMs);
+      const onAbort = () => giveUp('client gone');
+      const stopWatching = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      signal?.addEventListener('abort', onAbort);
+      this.waiting.push(admit);
+      this.changed();
+    });
   }
 
-  private release(): void {
+  private leave(): void {
     const next = this.waiting.shift();
+    // The place passes straight to the next waiter: `running` stays as it is.
     if (next) next();
     else this.running--;
     this.changed();
+  }
+
+  private refuse(reason: GateRefusal): OverloadedError {
+    const { busyMessage = 'Too busy; try again shortly', retryAfterSeconds = 1 } = this.options;
+    return new OverloadedError(
+      retryAfterSeconds,
+      typeof busyMessage === 'function' ? busyMessage(reason) : busyMessage,
+    );
   }
 
   private changed(): void {

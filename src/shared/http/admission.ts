@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { OverloadedError, RateLimitedError } from '../errors.ts';
+import { ConcurrencyGate } from '../concurrencyGate.ts';
+import { RateLimitedError } from '../errors.ts';
 import { requestSignal } from './requestAbort.ts';
 
 // Admission control in front of expensive work: a burst is answered early (503 or 429 with
@@ -15,89 +16,32 @@ export interface GateOptions {
   maxWaitMs: number;
 }
 
-interface Waiter {
-  admit: () => void;
-}
+/** Koa middleware admitting a request to its route, or refusing it (see `routeGate`). */
+export type RouteGate = (ctx: Context, next: Next) => Promise<void>;
 
 /**
- * A concurrency limit of an HTTP route with a short bounded queue. Unlike the in-process gate of
- * shared/concurrencyGate.ts, a place is held until the response is over (sent, or its client
- * gone), so a streamed export holds it while it streams, and a wait ends when its client leaves
- * or after `maxWaitMs`.
+ * Koa middleware limiting an HTTP route's concurrency, with a short bounded queue; past it a
+ * request is refused with OverloadedError (503 with Retry-After). A place is held until the
+ * response is over (sent, or its client gone), so a streamed export holds it while it streams,
+ * and a wait ends when its client leaves or after `maxWaitMs`.
  */
-export class RouteGate {
-  private active = 0;
-  private readonly queue: Waiter[] = [];
-  private readonly name: string;
-  private readonly options: GateOptions;
-
-  constructor(name: string, options: GateOptions) {
-    this.name = name;
-    this.options = options;
-  }
-
-  get inUse(): number {
-    return this.active;
-  }
-
-  /** Koa middleware: admits the request, or throws OverloadedError (503 with Retry-After). */
-  readonly middleware = async (ctx: Context, next: Next) => {
-    await this.enter(requestSignal(ctx));
+export function routeGate(name: string, options: GateOptions): RouteGate {
+  const gate = new ConcurrencyGate({
+    limit: options.limit,
+    maxWaiting: options.queueLength,
+    retryAfterSeconds: 1,
+    busyMessage: (reason) => `Too many ${name} requests at once (${reason}); retry shortly.`,
+  });
+  return async function admit(ctx: Context, next: Next) {
+    const release = await gate.acquire({
+      signal: requestSignal(ctx),
+      maxWaitMs: options.maxWaitMs,
+    });
     const res = ctx.res;
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      this.leave();
-    };
     if (res.writableFinished || res.destroyed) release();
     else res.once('close', release);
     await next();
   };
-
-  private refuse(reason: string): OverloadedError {
-    return new OverloadedError(
-      1,
-      `Too many ${this.name} requests at once (${reason}); retry shortly.`,
-    );
-  }
-
-  private async enter(signal: AbortSignal): Promise<void> {
-    if (this.active < this.options.limit) {
-      this.active++;
-      return;
-    }
-    if (this.queue.length >= this.options.queueLength) throw this.refuse('queue full');
-    await new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = {
-        admit: () => {
-          cleanup();
-          resolve();
-        },
-      };
-      const give = (error: Error) => {
-        const index = this.queue.indexOf(waiter);
-        if (index >= 0) this.queue.splice(index, 1);
-        cleanup();
-        reject(error);
-      };
-      const timer = setTimeout(() => give(this.refuse('waited too long')), this.options.maxWaitMs);
-      const onAbort = () => give(this.refuse('client gone'));
-      const cleanup = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-      };
-      signal.addEventListener('abort', onAbort);
-      this.queue.push(waiter);
-    });
-  }
-
-  private leave() {
-    const next = this.queue.shift();
-    // The place passes straight to the next waiter: `active` stays as it is.
-    if (next) next.admit();
-    else this.active--;
-  }
 }
 
 export interface RateLimitOptions {

@@ -57,7 +57,7 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
       description: `${ALIGNMENT} Answers over the point cap are refused with 400: use the export route for those.`,
       tags: ['candles'],
       security: bearerSecurity('read'),
-      before: [deps.requireScope('read'), deps.gates.candles.middleware],
+      before: [deps.requireScope('read'), deps.gates.candles],
       params: candleParams,
       query: candleQuery,
       responses: {
@@ -96,7 +96,7 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
         'constant memory; `format=ndjson` gives one JSON object per line.',
       tags: ['candles'],
       security: bearerSecurity('read'),
-      before: [deps.requireScope('read'), deps.gates.export.middleware],
+      before: [deps.requireScope('read'), deps.gates.export],
       params: candleParams,
       query: candleExportQuery,
       responses: {

@@ -92,7 +92,7 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
         'with 400: use the export route for those.',
       tags: ['currency'],
       security: bearerSecurity('read'),
-      before: [deps.requireScope('read'), deps.gates.history.middleware],
+      before: [deps.requireScope('read'), deps.gates.history],
       params: historyParams,
       query: historyWindowQuery,
       responses: {
