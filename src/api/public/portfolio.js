@@ -52,11 +52,7 @@ export class PortfolioView {
       api.portfolio(),
       api.portfolioHistory(WORTH_WINDOW.hours, WORTH_WINDOW.intervalSeconds),
     ]);
-    const held = portfolio.assets.filter((a) => a.shares > 0);
-    const profits = await Promise.all(held.map((a) => api.profitOf(a.currencyCode)));
-    this.costs = new Map(
-      held.map((a, i) => [a.currencyCode, a.sharesValueInDollars - profits[i].value]),
-    );
+    this.costs = await costsOf(portfolio);
     const points = (history ?? []).map((p) => ({
       time: Date.parse(p.timestamp) / 1000,
       value: p.totalWorth,
@@ -163,4 +159,27 @@ function renderProfit(element, profit, cost) {
   element.textContent = `${sign}${money(Math.abs(profit))}${relative}`;
   element.classList.toggle('up', profit > 0.005);
   element.classList.toggle('down', profit < -0.005);
+}
+
+/**
+ * What each holding cost: its value minus its unrealised profit, both at one price. The two come
+ * from two requests, so a price that moves between them would skew every later live profit; the
+ * pair is taken again until the holdings' values are the same after the profits as before them.
+ */
+async function costsOf(portfolio) {
+  let before = portfolio;
+  for (let attempt = 0; ; attempt++) {
+    const held = before.assets.filter((a) => a.shares > 0);
+    const profits = await Promise.all(held.map((a) => api.profitOf(a.currencyCode)));
+    const after = await api.portfolio();
+    const valueOf = (p, code) =>
+      p.assets.find((a) => a.currencyCode === code)?.sharesValueInDollars;
+    const steady = held.every((a) => valueOf(after, a.currencyCode) === a.sharesValueInDollars);
+    if (steady || attempt >= 4) {
+      return new Map(
+        held.map((a, i) => [a.currencyCode, a.sharesValueInDollars - profits[i].value]),
+      );
+    }
+    before = after;
+  }
 }
