@@ -5,6 +5,20 @@ import { z } from 'zod';
 
 export const MAX_HOURS = 87_600;
 
+/** The rule of every such route: a spacing no wider than the window (400 naming intervalSeconds). */
+export function intervalWithinWindow(
+  q: { hours: number; intervalSeconds: number },
+  ctx: z.RefinementCtx,
+) {
+  if (q.intervalSeconds > q.hours * 3600) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['intervalSeconds'],
+      message: `must not exceed hours×3600 (${q.hours * 3600})`,
+    });
+  }
+}
+
 /** Integers only: "1.5", "1e3" and "" are refused rather than rounded. */
 export const integerParam = z
   .string()
@@ -22,12 +36,4 @@ export const historyWindowQuery = z
       .default(60)
       .meta({ description: 'Spacing of the points in seconds (1..hours×3600).' }),
   })
-  .superRefine((q, ctx) => {
-    if (q.intervalSeconds > q.hours * 3600) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['intervalSeconds'],
-        message: `must not exceed hours×3600 (${q.hours * 3600})`,
-      });
-    }
-  });
+  .superRefine(intervalWithinWindow);

@@ -90,14 +90,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       },
       errors: [400, 404, 429, 503],
       handler: async (ctx, { params, query }) => {
-        assertWithinPointCap(
-          maxBucketsOverHours(query.hours, query.intervalSeconds),
-          deps.maxPoints,
-          { parameter: 'intervalSeconds', advice: 'use a larger intervalSeconds' },
-        );
-        if (!(await deps.data.currentPrice(params.code))) {
-          throw new NotFoundError(`Unknown currency '${params.code}'`, 'unknown_currency');
-        }
+        await assertWindowAnswerable(deps, params.code, query);
         const points = await deps.data.history(params.code, query.hours, query.intervalSeconds);
         if (points.length === 0) {
           ctx.status = 204;
@@ -131,14 +124,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       },
       errors: [400, 404, 503],
       handler: async (ctx, { params, query }) => {
-        assertWithinPointCap(
-          maxBucketsOverHours(query.hours, query.intervalSeconds),
-          deps.maxPoints,
-          { parameter: 'intervalSeconds', advice: 'use a larger intervalSeconds' },
-        );
-        if (!(await deps.data.currentPrice(params.code))) {
-          throw new NotFoundError(`Unknown currency '${params.code}'`, 'unknown_currency');
-        }
+        await assertWindowAnswerable(deps, params.code, query);
         const candles = await deps.data.candles(params.code, {
           hours: query.hours,
           intervalSeconds: query.intervalSeconds,
@@ -160,4 +146,22 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       },
     }),
   );
+}
+
+/**
+ * What the history and candle routes check before asking the data module: the window's points
+ * within the cap (400 naming intervalSeconds), and a currency that has a price (404).
+ */
+async function assertWindowAnswerable(
+  deps: MarketRouteDeps,
+  code: string,
+  window: { hours: number; intervalSeconds: number },
+) {
+  assertWithinPointCap(maxBucketsOverHours(window.hours, window.intervalSeconds), deps.maxPoints, {
+    parameter: 'intervalSeconds',
+    advice: 'use a larger intervalSeconds',
+  });
+  if (!(await deps.data.currentPrice(code))) {
+    throw new NotFoundError(`Unknown currency '${code}'`, 'unknown_currency');
+  }
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { shareCount } from '../../../shared/amounts.ts';
 import { dayStatsFields } from '../../../data/routes/currency/schema.ts';
-import { integerParam, MAX_HOURS } from '../../../shared/http/queryParams.ts';
+import { integerParam, intervalWithinWindow, MAX_HOURS } from '../../../shared/http/queryParams.ts';
 import { isKnownTimeZone } from '../../../shared/time/timeZones.ts';
 import {
   currencyCode,
@@ -88,15 +88,7 @@ export const candleQuery = z
       .optional()
       .meta({ description: 'IANA time zone: candles of a day or more start at local midnight.' }),
   })
-  .superRefine((q, ctx) => {
-    if (q.intervalSeconds > q.hours * 3600) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['intervalSeconds'],
-        message: `must not exceed hours×3600 (${q.hours * 3600})`,
-      });
-    }
-  });
+  .superRefine(intervalWithinWindow);
 
 export const candleSchema = z
   .object({
