@@ -59,6 +59,22 @@ describe.each(MODES)('rendered hourly runs, %s mode', (mode) => {
       SELECT count(*)::int AS n FROM history_run_texts WHERE currency_code = ${CODE} AND ${where}
     `);
 
+  /** Puts a marker into the first non-empty open text; returns the condition naming its row. */
+  async function markFirstOpenText() {
+    const run = await runtime.pool.oneFirst(sql.type(z.object({ start: z.date() }))`
+      SELECT run_start AS start FROM history_run_texts
+      WHERE currency_code = ${CODE} AND shape = 'open' AND NOT empty
+        AND run_start >= ${new Date(dataStart).toISOString()}::timestamptz
+      ORDER BY run_start LIMIT 1
+    `);
+    const thatRun = sql.fragment`currency_code = ${CODE} AND shape = 'open'
+      AND run_start = ${run.toISOString()}::timestamptz`;
+    await runtime.pool.query(sql.unsafe`
+      UPDATE history_run_texts SET items = '{"marker":true}' WHERE ${thatRun}
+    `);
+    return thatRun;
+  }
+
   beforeAll(async () => {
     runtime = await createModeRuntime(mode);
     await runtime.pool.query(sql.unsafe`
@@ -101,16 +117,7 @@ describe.each(MODES)('rendered hourly runs, %s mode', (mode) => {
 
   test('answers read the rendered texts', async () => {
     // A marker in one text shows in the answer: it came from the table, not from the rows.
-    const run = await runtime.pool.oneFirst(sql.type(z.object({ start: z.date() }))`
-      SELECT run_start AS start FROM history_run_texts
-      WHERE currency_code = ${CODE} AND shape = 'open' AND NOT empty
-        AND run_start >= ${new Date(dataStart).toISOString()}::timestamptz
-      ORDER BY run_start LIMIT 1
-    `);
-    await runtime.pool.query(sql.unsafe`
-      UPDATE history_run_texts SET items = '{"marker":true}'
-      WHERE currency_code = ${CODE} AND shape = 'open' AND run_start = ${run.toISOString()}::timestamptz
-    `);
+    await markFirstOpenText();
     expect(await opensNow()).toContainEqual({ marker: true });
     // A text of another length (as if the run width had changed) is neither read nor kept.
     await runtime.pool.query(sql.unsafe`
@@ -123,17 +130,7 @@ describe.each(MODES)('rendered hourly runs, %s mode', (mode) => {
   });
 
   test('a text of another format version is never read; an older one is rendered anew', async () => {
-    const run = await runtime.pool.oneFirst(sql.type(z.object({ start: z.date() }))`
-      SELECT run_start AS start FROM history_run_texts
-      WHERE currency_code = ${CODE} AND shape = 'open' AND NOT empty
-        AND run_start >= ${new Date(dataStart).toISOString()}::timestamptz
-      ORDER BY run_start LIMIT 1
-    `);
-    const thatRun = sql.fragment`currency_code = ${CODE} AND shape = 'open'
-      AND run_start = ${run.toISOString()}::timestamptz`;
-    await runtime.pool.query(sql.unsafe`
-      UPDATE history_run_texts SET items = '{"marker":true}' WHERE ${thatRun}
-    `);
+    const thatRun = await markFirstOpenText();
     expect(await opensNow()).toContainEqual({ marker: true }); // read from the table
     // As left by the previous release: not read, and replaced by the worker.
     await runtime.pool.query(sql.unsafe`
