@@ -26,7 +26,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
   const gates = readGates(runtime.config);
   const deps = {
     pool: runtime.pool,
-    readPool: runtime.readPool,
+    reads: runtime.reads,
     gates,
     requireScope,
     maxPoints: runtime.config.HISTORY_MAX_POINTS,
@@ -34,7 +34,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
       runtime.config.HISTORY_CACHE_MB > 0
         ? new RunCache(runtime.config.HISTORY_CACHE_MB * 1024 * 1024)
         : undefined,
-    dayStats: new DayStatsCache(runtime.pool),
+    dayStats: new DayStatsCache(),
     bulk: {
       maxItems: runtime.config.SIGNAL_BULK_MAX_ITEMS,
       maxBytes: runtime.config.SIGNAL_BULK_MAX_BYTES,
@@ -53,7 +53,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
   registerNewsSentimentRoutes(registry, deps);
   registerPredictionRoutes(registry, deps);
   registerTrainingSessionRoutes(registry, deps);
-  registerCandleRoutes(registry, { ...deps, pool: runtime.readPool, logger: runtime.logger });
+  registerCandleRoutes(registry, { ...deps, logger: runtime.logger });
   return registry;
 }
 
@@ -66,6 +66,14 @@ export function createDataService(runtime: Runtime, readiness = new Readiness())
     if (pending.length > 0) throw new Error(`pending migrations: ${pending.join(', ')}`);
   });
   readiness.addDetail('rollups', () => readRollupStatus(runtime.pool));
+  // Each replica's lag and whether reads go to it; they never make the service unready: the
+  // primary answers while they are aside.
+  if (runtime.reads.hasReplicas) {
+    readiness.addDetail('replicas', async () => ({
+      maxLagSeconds: runtime.config.REPLICA_MAX_LAG_SECONDS,
+      replicas: runtime.reads.status(),
+    }));
+  }
   return createHttpService({
     name: DATA_SERVICE_NAME,
     logger: runtime.logger.child({ service: DATA_SERVICE_NAME }),

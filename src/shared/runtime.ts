@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import type { Config } from './config.ts';
 import { createDatabasePool, createPgPool, type DatabasePool } from './db/pool.ts';
+import { ReadRouter, type ServerPools } from './db/readRouter.ts';
+import { ReplicaMonitor, replicaName } from './db/replicaMonitor.ts';
 import { createLogger, type Logger } from './logger.ts';
 
 /** What every process role shares: configuration, one logger and the database pools. */
@@ -10,6 +12,11 @@ export interface Runtime {
   pool: DatabasePool;
   /** Expensive reads only (history, candles, export): they never hold `pool`'s connections. */
   readPool: DatabasePool;
+  /**
+   * The replica-eligible reads (history, candles, export, snapshot, signal read-backs): on a
+   * replica of READ_DATABASE_URL close enough to the primary, else on `readPool`.
+   */
+  reads: ReadRouter;
   /** Raw node-postgres pool for COPY and LISTEN. */
   pgPool: pg.Pool;
   close(): Promise<void>;
@@ -28,17 +35,44 @@ export async function createRuntime(config: Config, logger?: Logger): Promise<Ru
     connectionTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
   });
   const pgPool = createPgPool(config.DATABASE_URL, 4, config.DATABASE_CONNECT_TIMEOUT_MS);
+  const reads = await createReadRouter(config, { pool, readPool });
   let closed = false;
   return {
     config,
     logger: log,
     pool,
     readPool,
+    reads,
     pgPool,
     async close() {
       if (closed) return;
       closed = true;
-      await Promise.allSettled([pool.end(), readPool.end(), pgPool.end()]);
+      await Promise.allSettled([pool.end(), readPool.end(), pgPool.end(), reads.close()]);
     },
   };
+}
+
+/** Pools of the replicas of READ_DATABASE_URL, each pair sized as the primary's. */
+async function createReadRouter(config: Config, primary: ServerPools): Promise<ReadRouter> {
+  const urls = config.READ_DATABASE_URL ?? [];
+  if (urls.length === 0) return new ReadRouter(primary);
+  const options = {
+    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    connectionTimeoutMs: config.REPLICA_CONNECT_TIMEOUT_MS,
+  };
+  const replicas = await Promise.all(
+    urls.map(async (url) => ({
+      name: replicaName(url),
+      pool: await createDatabasePool(url, { ...options, maxPoolSize: config.DATABASE_POOL_SIZE }),
+      readPool: await createDatabasePool(url, {
+        ...options,
+        maxPoolSize: config.DATABASE_READ_POOL_SIZE,
+      }),
+    })),
+  );
+  const monitor = new ReplicaMonitor(config.DATABASE_URL, urls, {
+    maxLagSeconds: config.REPLICA_MAX_LAG_SECONDS,
+    connectTimeoutMs: config.REPLICA_CONNECT_TIMEOUT_MS,
+  });
+  return new ReadRouter(primary, replicas, monitor);
 }

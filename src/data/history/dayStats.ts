@@ -120,23 +120,25 @@ export class DayStatsCache {
   private current: { key: number; at: number; stats: Map<string, DayStats> } | undefined;
   private inflight: { key: number; promise: Promise<Map<string, DayStats>> } | undefined;
 
-  private readonly pool: DatabasePool;
   private readonly maxAgeMs: number;
 
-  constructor(pool: DatabasePool, maxAgeMs = 60_000) {
-    this.pool = pool;
+  constructor(maxAgeMs = 60_000) {
     this.maxAgeMs = maxAgeMs;
   }
 
-  /** `latest`: the newest snapshot instant (epoch ms; 0 when there is none). */
-  async get(latest: number): Promise<Map<string, DayStats>> {
+  /**
+   * `latest`: the newest snapshot instant (epoch ms; 0 when there is none) as `pool` has it; the
+   * statistics are read from that same server, so a lagging replica's snapshot never gets a
+   * newer server's figures kept under its key, nor keeps its own once it caught up (a newer key).
+   */
+  async get(latest: number, pool: DatabasePool): Promise<Map<string, DayStats>> {
     const now = Date.now();
     const kept = this.current;
     if (kept && kept.key === latest && now - kept.at < this.maxAgeMs) return kept.stats;
     if (this.inflight?.key === latest) return this.inflight.promise;
     // The window ends now, or just after the latest price if that lies (slightly) ahead.
     const to = new Date(Math.max(now, latest + 1));
-    const promise = readDayStats(this.pool, to).then((stats) => {
+    const promise = readDayStats(pool, to).then((stats) => {
       this.current = { key: latest, at: now, stats };
       return stats;
     });

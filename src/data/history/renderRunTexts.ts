@@ -1,6 +1,6 @@
-import { sql, type DatabasePool, type SqlToken as SqlFragment } from 'slonik';
+import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { runsJsonQuery } from './answerSql.ts';
+import { revisionOf, runsJsonQuery } from './answerSql.ts';
 import { FORMAT_VERSION, ITEM_SHAPES, type ItemShape } from './jsonText.ts';
 import { floorTo } from './levels.ts';
 import { readMaterialised, rollupMode } from './rollupState.ts';
@@ -14,11 +14,6 @@ import { RENDERED_LEVEL, RENDERED_RUN_MS } from './runTexts.ts';
 // release, during a rolling deploy) is left to that release.
 
 const NO_SEEDS = { before: null, after: null };
-
-/** A currency's rollup revision inside a statement (0 before its first rewrite). */
-const revisionOf = (code: SqlFragment) =>
-  sql.fragment`(SELECT coalesce(max(revision), 0) FROM rollup_revisions r
-                WHERE r.currency_code = ${code})`;
 
 export interface RenderResult {
   /** Texts written (a run of a currency in one shape each). */
@@ -125,7 +120,7 @@ async function render(
       (currency_code, shape, interval_seconds, format_version, run_start, run_end, revision,
        empty, items)
     SELECT ${code}, ${shape}, ${RENDERED_LEVEL.seconds}, ${FORMAT_VERSION}, text.lo, text.hi,
-           ${revisionOf(sql.fragment`${code}`)}, text.empty, text.items
+           ${revisionOf(code)}, text.empty, text.items
     FROM (${runsJsonQuery(request, segments, NO_SEEDS, shape, runs)}) AS text
     WHERE NOT EXISTS (
       SELECT 1 FROM price_invalidations i

@@ -1,7 +1,8 @@
-import { sql, type DatabasePool } from 'slonik';
+import { sql } from 'slonik';
 import { z } from 'zod';
 import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
+import type { ReadRouter } from '../../../shared/db/readRouter.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
 import { queryOpensJson } from '../../history/candleQuery.ts';
@@ -17,9 +18,8 @@ import { respondWithJsonPieces } from '../jsonPieces.ts';
 import type { ReadGates } from '../../readGates.ts';
 
 export interface CurrencyRouteDeps {
-  pool: DatabasePool;
-  /** History reads only. */
-  readPool: DatabasePool;
+  /** The snapshot and history: a replica close enough to the primary, else the primary. */
+  reads: ReadRouter;
   gates: ReadGates;
   requireScope: ScopeGuard;
   maxPoints: number;
@@ -58,15 +58,18 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
       },
       errors: [401, 403, 503],
       handler: async (ctx, { query }) => {
-        const rows = await deps.pool.any(sql.type(displayRow)`
-          SELECT c.name AS "currencyName", c.code AS "currencyCode",
-                 s.price AS value, s.observed_at AS "lastUpdated",
-                 max(s.observed_at) OVER () AS latest
-          FROM currency_snapshots s JOIN currencies c ON c.code = s.currency_code
-          ORDER BY s.price DESC, c.code
-          LIMIT ${query.limit} OFFSET ${query.offset}
-        `);
-        const stats = await deps.dayStats.get(rows[0]?.latest.getTime() ?? 0);
+        // The rows and the statistics of one server, so they describe the same moment.
+        const { rows, stats } = await deps.reads.quick(async (db) => {
+          const rows = await db.any(sql.type(displayRow)`
+            SELECT c.name AS "currencyName", c.code AS "currencyCode",
+                   s.price AS value, s.observed_at AS "lastUpdated",
+                   max(s.observed_at) OVER () AS latest
+            FROM currency_snapshots s JOIN currencies c ON c.code = s.currency_code
+            ORDER BY s.price DESC, c.code
+            LIMIT ${query.limit} OFFSET ${query.offset}
+          `);
+          return { rows, stats: await deps.dayStats.get(rows[0]?.latest.getTime() ?? 0, db) };
+        });
         ctx.body = {
           currencies: rows.map(({ latest: _latest, ...row }) => ({
             ...row,
@@ -112,10 +115,12 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
         const to = new Date();
         const from = new Date(to.getTime() - query.hours * 3_600_000);
         // The first price of each bucket is its candle's open, so the rollup planner answers.
-        const answer = await queryOpensJson(
-          deps.readPool,
-          { code: params.code, from, to, intervalSeconds: query.intervalSeconds },
-          { requireCurrency: true, cache: deps.historyCache },
+        const answer = await deps.reads.expensive((db) =>
+          queryOpensJson(
+            db,
+            { code: params.code, from, to, intervalSeconds: query.intervalSeconds },
+            { requireCurrency: true, cache: deps.historyCache },
+          ),
         );
         if (answer.empty) {
           ctx.status = 204;
