@@ -35,7 +35,7 @@ export async function createRuntime(config: Config, logger?: Logger): Promise<Ru
     connectionTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
   });
   const pgPool = createPgPool(config.DATABASE_URL, 4, config.DATABASE_CONNECT_TIMEOUT_MS);
-  const reads = await createReadRouter(config, { pool, readPool });
+  const reads = createReadRouter(config, { pool, readPool });
   let closed = false;
   return {
     config,
@@ -53,23 +53,29 @@ export async function createRuntime(config: Config, logger?: Logger): Promise<Ru
 }
 
 /** Pools of the replicas of READ_DATABASE_URL, each pair sized as the primary's. */
-async function createReadRouter(config: Config, primary: ServerPools): Promise<ReadRouter> {
+function createReadRouter(config: Config, primary: ServerPools): ReadRouter {
   const urls = config.READ_DATABASE_URL ?? [];
   if (urls.length === 0) return new ReadRouter(primary);
   const options = {
     statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
     connectionTimeoutMs: config.REPLICA_CONNECT_TIMEOUT_MS,
   };
-  const replicas = await Promise.all(
-    urls.map(async (url) => ({
-      name: replicaName(url),
-      pool: await createDatabasePool(url, { ...options, maxPoolSize: config.DATABASE_POOL_SIZE }),
-      readPool: await createDatabasePool(url, {
-        ...options,
-        maxPoolSize: config.DATABASE_READ_POOL_SIZE,
-      }),
-    })),
-  );
+  const replicas = urls.map((url) => ({
+    name: replicaName(url),
+    open: async () => {
+      const [pool, readPool] = await Promise.allSettled([
+        createDatabasePool(url, { ...options, maxPoolSize: config.DATABASE_POOL_SIZE }),
+        createDatabasePool(url, { ...options, maxPoolSize: config.DATABASE_READ_POOL_SIZE }),
+      ]);
+      if (pool.status === 'fulfilled' && readPool.status === 'fulfilled') {
+        return { pool: pool.value, readPool: readPool.value };
+      }
+      for (const opened of [pool, readPool]) {
+        if (opened.status === 'fulfilled') await opened.value.end();
+      }
+      throw (pool.status === 'rejected' ? pool : (readPool as PromiseRejectedResult)).reason;
+    },
+  }));
   const monitor = new ReplicaMonitor(config.DATABASE_URL, urls, {
     maxLagSeconds: config.REPLICA_MAX_LAG_SECONDS,
     connectTimeoutMs: config.REPLICA_CONNECT_TIMEOUT_MS,

@@ -77,7 +77,7 @@ describeReplica('reads from a physical streaming replica', () => {
         await onReplica<{ scans: string }>(`
           SELECT coalesce(sum(coalesce(seq_scan, 0) + coalesce(idx_scan, 0)), 0) AS scans
           FROM pg_stat_user_tables
-          WHERE relname IN ('price_observations', 'candles_1m', 'candles_1h', 'currencies',
+          WHERE relname IN ('price_observations', 'candles_5m', 'candles_15m', 'candles_1h', 'currencies',
                             'currency_snapshots', 'rollup_watermarks')`)
       )[0]!.scans,
     );
@@ -279,6 +279,15 @@ describeReplica('reads from a physical streaming replica', () => {
         reachable: false,
         inUse: false,
       });
+      // A process starting while its replica is down starts all the same.
+      const starting = await createRuntime(routed.config);
+      try {
+        const app = await serve(createDataService(starting).app);
+        expect((await get(app.url, paths[0]!)).status).toBe(200);
+        await app.close();
+      } finally {
+        await starting.close();
+      }
       for (const path of paths) {
         const [fromPrimary, answer] = [
           await get(primary.server.url, path),

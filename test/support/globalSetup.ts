@@ -22,7 +22,7 @@ export default async function globalSetup() {
   // Nor load a month of simulated history into every fresh test database they start on.
   process.env.SIMULATED_HISTORY_DAYS = '0';
   // The streaming replica is made by the first test that needs one (test/support/replica.ts).
-  prepareReplicaState(mkdtempSync(join(tmpdir(), 'platform-test-run-')));
+  await prepareReplicaState(mkdtempSync(join(tmpdir(), 'platform-test-run-')));
   // The suite needs TimescaleDB, provisioned here exactly as `npm start` does it: nothing happens
   // on a provisioned server; as root on Debian a fresh one is provisioned (PostgreSQL restarts
   // once); elsewhere this stops with the command to run.

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { ADMIN_URL } from './database.ts';
 import {
   createStreamingReplica,
+  dropLeftoverSlots,
   removeReplica,
   replicaUnsupported,
   type ReplicaCluster,
@@ -17,8 +18,10 @@ import { eventually } from './wait.ts';
 /** Where the run keeps its replica's state (set by the global setup). */
 const STATE_ENV = 'TEST_REPLICA_STATE_DIR';
 
-export function prepareReplicaState(dir: string) {
+/** Global setup: where this run's replica will be noted; slots of crashed runs are dropped. */
+export async function prepareReplicaState(dir: string) {
   process.env[STATE_ENV] = dir;
+  if (!replicaUnsupported()) await dropLeftoverSlots(ADMIN_URL);
 }
 
 function stateDir(): string {
@@ -75,7 +78,8 @@ export async function removeTestReplica() {
   const dir = process.env[STATE_ENV];
   if (!dir) return;
   if (existsSync(clusterFile(dir))) {
-    await removeReplica(JSON.parse(readFileSync(clusterFile(dir), 'utf8')) as ReplicaCluster);
+    const cluster = JSON.parse(readFileSync(clusterFile(dir), 'utf8')) as ReplicaCluster;
+    await removeReplica(cluster, ADMIN_URL);
   }
   rmSync(dir, { recursive: true, force: true });
 }

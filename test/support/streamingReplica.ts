@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { appendFileSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +19,12 @@ export interface ReplicaCluster {
   port: number;
   dataDir: string;
   binDir: string;
+  /** The physical replication slot on the primary that keeps the WAL the replica still needs. */
+  slot: string;
 }
+
+/** Prefix of the replicas' slots: the global setup drops inactive leftovers of crashed runs. */
+export const SLOT_PREFIX = 'platform_test_replica_';
 
 /** Why no replica can be made here, or undefined when one can. */
 export function replicaUnsupported(): string | undefined {
@@ -37,12 +42,14 @@ export async function createStreamingReplica(adminUrl: string): Promise<ReplicaC
   const settings = await primarySettings(adminUrl);
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-test-replica-'));
-  const postgres = await run('id', ['-u', 'postgres']).then((r) => Number(r.stdout.trim()));
-  chownSync(dataDir, postgres, postgres);
+  const slot = `${SLOT_PREFIX}${port}_${process.pid}`;
+  const [uid, gid] = await postgresIds();
+  chownSync(dataDir, uid, gid);
   try {
-    await baseBackup(settings.binDir, primary, dataDir);
+    await baseBackup(settings.binDir, primary, dataDir, slot, adminUrl);
   } catch (error) {
     rmSync(dataDir, { recursive: true, force: true });
+    await dropSlot(adminUrl, slot);
     throw error;
   }
   writeFileSync(join(dataDir, 'postgresql.conf'), replicaConf(port, dataDir, settings.copied));
@@ -51,26 +58,90 @@ export async function createStreamingReplica(adminUrl: string): Promise<ReplicaC
     'local all all trust\nhost all all 127.0.0.1/32 trust\n',
   );
   for (const file of ['postgresql.conf', 'pg_hba.conf']) {
-    chownSync(join(dataDir, file), postgres, postgres);
+    chownSync(join(dataDir, file), uid, gid);
   }
-  const cluster = { port, dataDir, binDir: settings.binDir };
+  const cluster = { port, dataDir, binDir: settings.binDir, slot };
   await startReplica(cluster);
   return cluster;
 }
 
-/** pg_basebackup -R, again while a just-reloaded pg_hba.conf is not in force yet. */
-async function baseBackup(binDir: string, primary: URL, dataDir: string) {
+/**
+ * pg_basebackup -R into a new permanent slot (the primary keeps the WAL the replica has not
+ * received yet, however busy the shared server is). Tried again when the copy is cut short: a
+ * pg_hba.conf just reloaded and not in force yet, a connection ended by the busy server.
+ */
+async function baseBackup(
+  binDir: string,
+  primary: URL,
+  dataDir: string,
+  slot: string,
+  adminUrl: string,
+) {
   for (let attempt = 1; ; attempt++) {
     try {
+      await createSlot(adminUrl, slot);
       await asPostgres(join(binDir, 'pg_basebackup'), [
         ...['-h', primary.hostname, '-p', primary.port || '5432', '-U', primary.username],
-        ...['-D', dataDir, '-R', '-X', 'stream', '-c', 'fast', '--no-sync'],
+        ...['-D', dataDir, '-R', '-X', 'stream', '-S', slot, '-c', 'fast', '--no-sync'],
       ]);
       return;
     } catch (error) {
-      if (attempt >= 10 || !/pg_hba\.conf/.test(String((error as Error).message))) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200)); // the reload is asynchronous
+      if (attempt >= 4) throw error;
+      await dropSlot(adminUrl, slot);
+      rmSync(dataDir, { recursive: true, force: true });
+      mkdirSync(dataDir, { mode: 0o700 });
+      chownSync(dataDir, ...(await postgresIds()));
     }
+  }
+}
+
+async function postgresIds(): Promise<[number, number]> {
+  const ids = await Promise.all(
+    ['-u', '-g'].map((flag) => run('id', [flag, 'postgres']).then((r) => Number(r.stdout.trim()))),
+  );
+  return [ids[0]!, ids[1]!];
+}
+
+/**
+ * Creates the slot with its WAL reserved at once, before the copy starts: a slot pg_basebackup
+ * creates itself (-C) was seen invalidated by the copy's own checkpoint on a busy server.
+ */
+async function createSlot(adminUrl: string, slot: string) {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query('SELECT pg_create_physical_replication_slot($1, true)', [slot]);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops the slot of a replica (once it is stopped), so the primary keeps no WAL for it. */
+export async function dropSlot(adminUrl: string, slot: string) {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(
+      'SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active',
+      [slot],
+    );
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops the inactive slots of replicas of earlier runs that ended without their teardown. */
+export async function dropLeftoverSlots(adminUrl: string) {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(
+      `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+       WHERE slot_name LIKE $1 AND NOT active`,
+      [`${SLOT_PREFIX}%`],
+    );
+  } finally {
+    await client.end();
   }
 }
 
@@ -87,9 +158,10 @@ export async function stopReplica(cluster: ReplicaCluster): Promise<void> {
   ]).catch(() => {});
 }
 
-/** Stops the replica and deletes its data directory. */
-export async function removeReplica(cluster: ReplicaCluster): Promise<void> {
+/** Stops the replica, drops its slot on the primary and deletes its data directory. */
+export async function removeReplica(cluster: ReplicaCluster, adminUrl: string): Promise<void> {
   await stopReplica(cluster);
+  await dropSlot(adminUrl, cluster.slot);
   rmSync(cluster.dataDir, { recursive: true, force: true });
 }
 

@@ -17,8 +17,42 @@ export interface ServerPools {
   readPool: DatabasePool;
 }
 
-export interface ReplicaPools extends ServerPools {
+/**
+ * A replica and how to open its pools. They are opened on its first read, not at start-up:
+ * opening one reads the server's types, and a replica that is down (or has not replayed the
+ * database's creation yet) must not stop a process from starting.
+ */
+export interface Replica {
   name: string;
+  open: () => Promise<ServerPools>;
+}
+
+/** Opens a replica's pools once; a failed opening is tried again on a later read. */
+class ReplicaPools {
+  readonly name: string;
+  private readonly open: () => Promise<ServerPools>;
+  private opened: Promise<ServerPools> | undefined;
+
+  constructor(replica: Replica) {
+    this.name = replica.name;
+    this.open = replica.open;
+  }
+
+  pools(): Promise<ServerPools> {
+    if (!this.opened) {
+      const opening = this.open();
+      opening.catch(() => {
+        if (this.opened === opening) this.opened = undefined;
+      });
+      this.opened = opening;
+    }
+    return this.opened;
+  }
+
+  async end() {
+    const pools = await this.opened?.catch(() => undefined);
+    if (pools) await Promise.allSettled([pools.pool.end(), pools.readPool.end()]);
+  }
 }
 
 /** PostgreSQL error codes a replica answers with when it cannot serve reads now. */
@@ -60,9 +94,9 @@ export class ReadRouter {
   private readonly monitor: ReplicaMonitor | undefined;
   private turn = 0;
 
-  constructor(primary: ServerPools, replicas: ReplicaPools[] = [], monitor?: ReplicaMonitor) {
+  constructor(primary: ServerPools, replicas: Replica[] = [], monitor?: ReplicaMonitor) {
     this.primary = primary;
-    this.replicas = replicas;
+    this.replicas = replicas.map((replica) => new ReplicaPools(replica));
     this.monitor = monitor;
   }
 
@@ -99,7 +133,7 @@ export class ReadRouter {
     }
     routedReads.inc({ server: replica.name });
     try {
-      return await read(replica[kind]);
+      return await read((await replica.pools())[kind]);
     } catch (error) {
       // An abandoned request's connection is destroyed on purpose: nothing to answer any more.
       if (abandonmentSignal()?.aborted || !isServerUnavailable(error)) throw error;
@@ -124,9 +158,7 @@ export class ReadRouter {
 
   async close(): Promise<void> {
     await this.monitor?.close();
-    await Promise.allSettled(
-      this.replicas.flatMap((replica) => [replica.pool.end(), replica.readPool.end()]),
-    );
+    await Promise.allSettled(this.replicas.map((replica) => replica.end()));
   }
 
   private pickReplica(): ReplicaPools | undefined {
