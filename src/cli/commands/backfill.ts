@@ -8,6 +8,7 @@ import {
   expectedCandles,
   importExchangeSlice,
   INTERVALS,
+  intervalMs,
   planSlices,
   type ExchangeSource,
 } from '../../data/ingest/exchange/exchangeBackfill.ts';
@@ -40,7 +41,10 @@ import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 import { withExitCodes } from '../help.ts';
 import { createProgress } from '../progress.ts';
+import { ARCHIVE_SOURCE, runArchiveBackfill } from './backfillArchive.ts';
 import { runIncrementalBackfill, type IncrementalOptions } from './backfillIncremental.ts';
+
+const DAY_MS = 86_400_000;
 
 interface BackfillOptions {
   strict?: boolean;
@@ -48,7 +52,7 @@ interface BackfillOptions {
   enqueue?: boolean;
   json?: boolean;
   code?: string;
-  source?: ExchangeSource | typeof SIMULATED_SOURCE;
+  source?: ExchangeSource | typeof SIMULATED_SOURCE | typeof ARCHIVE_SOURCE;
   days?: number;
   from?: string;
   to?: string;
@@ -76,8 +80,8 @@ export function registerBackfillCommand(program: Command) {
     .addOption(
       new Option(
         '--source <source>',
-        "backfill from an exchange API, or the simulated market's own past (MARKET_SOURCE=simulated)",
-      ).choices([...EXCHANGE_SOURCES, SIMULATED_SOURCE]),
+        "backfill from an exchange API, from Binance's public kline archives (binance-archive), or the simulated market's own past (MARKET_SOURCE=simulated)",
+      ).choices([...EXCHANGE_SOURCES, ARCHIVE_SOURCE, SIMULATED_SOURCE]),
     )
     .addOption(
       new Option(
@@ -126,6 +130,15 @@ Currencies without a stored candle are left alone by --since-last without --days
 Page sizes: Binance 1,000 candles a call, Coinbase 300; Kraken serves only its last 720 candles of
 each size (12 hours of 1m candles), so older ranges are cut to what it has.
 
+--source binance-archive (with --code or --all and the range options above; candles of at most
+1d): Binance's public archives under BINANCE_ARCHIVE_URL, a monthly zip per ended month of the
+range and a daily zip per ended day of the other months (the current one, the edges); each is
+checked against its .CHECKSUM before a row is read (a mismatch refuses the archive: nothing of
+it is loaded, the others are, exit 1; a rerun tries it again) and is loaded from memory, never
+written to disk. A month not published falls back to its days, a day not published to REST
+klines (BINANCE_API_URL), as does what no archive holds yet (today, partial days). Each archive
+is recorded once loaded: a rerun downloads and loads nothing twice; a killed run resumes.
+
 Examples:
   $ platform backfill ./history/BTCUSDT-1m-2025-01.zip
   $ platform backfill ./history --strict --json
@@ -134,6 +147,8 @@ Examples:
   $ platform backfill --source binance --all --since-last --days 30
   $ platform backfill --source coinbase --all --days 7
   $ platform backfill --source binance --all --prepend --days 90
+  $ platform backfill --source binance-archive --code BTC --from 2021-01-01
+  $ platform backfill --source binance-archive --all --since-last --days 365
   $ platform backfill --source simulated --days 7`,
     );
   withExitCodes(backfill, {
@@ -143,10 +158,21 @@ Examples:
     failure:
       'a file or slice failed or was rejected whole, or rows were rejected\n' +
       '(the summary lists them as file:line reason), or the database failed;\n' +
-      'incremental: a currency failed or the exchange stayed unreachable (rerun to resume)',
+      'incremental: a currency failed or the exchange stayed unreachable (rerun to resume);\n' +
+      'binance-archive: also an archive refused (checksum mismatch, damaged zip)',
   });
   backfill.action(async (paths: string[], options: BackfillOptions, command: Command) => {
     const usage = (message: string) => command.error(`error: ${message}`, { exitCode: EXIT.usage });
+    if (options.source === ARCHIVE_SOURCE) {
+      if (options.enqueue) usage('--source binance-archive loads here; it does not take --enqueue');
+      if (intervalMs(options.interval) > DAY_MS)
+        usage('--source binance-archive takes candles of at most 1d (--interval)');
+      const archive = incrementalOptions(paths, { ...options, source: 'binance' }, usage);
+      const config = configFromCommand(command);
+      await prepareDatabase(config);
+      process.exitCode = await runArchiveBackfill(config, archive);
+      return;
+    }
     if (options.source !== SIMULATED_SOURCE && isIncremental(options)) {
       const incremental = incrementalOptions(paths, options, usage);
       const config = configFromCommand(command);
@@ -199,7 +225,7 @@ function incrementalOptions(
   usage: (message: string) => never,
 ): IncrementalOptions {
   const source = o.source;
-  if (!source || source === SIMULATED_SOURCE)
+  if (!source || source === SIMULATED_SOURCE || source === ARCHIVE_SOURCE)
     usage('--all, --since-last, --days and --prepend need --source with an exchange');
   if (paths.length > 0) usage('give either paths or --source, not both');
   if (o.enqueue) usage('--enqueue works with --code, --from and --to only');
