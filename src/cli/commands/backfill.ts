@@ -2,6 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { shippedCurrencies, upsertCurrencies } from '../../data/currencies/catalog.ts';
+import { ARCHIVE_SOURCE } from '../../data/ingest/archive/archivePlan.ts';
 import { dedicatedConnection } from '../../data/ingest/connection.ts';
 import {
   EXCHANGE_SOURCES,
@@ -41,7 +42,7 @@ import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 import { withExitCodes } from '../help.ts';
 import { createProgress } from '../progress.ts';
-import { ARCHIVE_SOURCE, runArchiveBackfill } from './backfillArchive.ts';
+import { runArchiveBackfill } from './backfillArchive.ts';
 import { runIncrementalBackfill, type IncrementalOptions } from './backfillIncremental.ts';
 
 const DAY_MS = 86_400_000;

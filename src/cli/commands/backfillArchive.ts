@@ -3,6 +3,7 @@ import {
   type ArchiveOutcome,
 } from '../../data/ingest/archive/archiveBackfill.ts';
 import { BinanceArchiveClient } from '../../data/ingest/archive/archiveClient.ts';
+import { ARCHIVE_SOURCE } from '../../data/ingest/archive/archivePlan.ts';
 import { dedicatedConnection } from '../../data/ingest/connection.ts';
 import { BinanceKlineClient } from '../../data/ingest/exchange/binanceKlines.ts';
 import { intervalMs } from '../../data/ingest/exchange/intervals.ts';
@@ -24,8 +25,6 @@ import {
 // incremental exchange backfill (planRun), fetched from Binance's public kline archives with REST
 // for what no archive holds yet. One progress bar for the run, one report per currency, the JSON
 // of the other sources with an `archives` count per currency.
-
-export const ARCHIVE_SOURCE = 'binance-archive';
 
 interface ArchiveCurrencyReport extends CurrencyReport {
   archives?: ArchiveOutcome['archives'];

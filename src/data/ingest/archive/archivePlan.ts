@@ -5,6 +5,9 @@
 
 const DAY_MS = 86_400_000;
 
+/** The `backfill --source` name of this path. */
+export const ARCHIVE_SOURCE = 'binance-archive';
+
 export interface ArchivePeriodPart {
   kind: 'monthly' | 'daily';
   /** YYYY-MM or YYYY-MM-DD, as in the archive's name. */
