@@ -5,28 +5,20 @@
 // Two cases of ~2 M rows each: one 2 M-row zip (a month of 1s klines, BTCUSDT-1s-2024-01.zip),
 // and 46 monthly 1m zips (ETHUSDT 2020-01 … 2023-10, 2,014,560 rows). Each load goes into a fresh,
 // migrated database. Prints seconds, rows/s and a / b (goal ≥ 1.0) with the load average.
-import { spawnSync, execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import yazl from 'yazl';
-import { withDefaultUser } from '../../src/shared/config.ts';
-import { migrate } from '../../src/shared/db/migrate.ts';
+import { count, dropDatabase, freshDatabase, out as benchOut, root } from './common.ts';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const out = join(root, 'bench', 'out', 'archive');
+const out = join(benchOut, 'archive');
 const ROWS = Number(process.env.BENCH_ROWS ?? 2_000_000);
-const server = new URL(
-  withDefaultUser(process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres'),
-);
-const dbUrl = (name: string) => Object.assign(new URL(server), { pathname: `/${name}` }).toString();
 
 interface Case {
   name: string;
@@ -147,37 +139,6 @@ async function serveArchives() {
     close: () => http.close(),
   };
 }
-
-async function admin<T>(work: (client: pg.Client) => Promise<T>, url = server.toString()) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function freshDatabase(name: string): Promise<string> {
-  await admin(async (c) => {
-    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await c.query(`CREATE DATABASE ${name}`);
-  });
-  await migrate(dbUrl(name));
-  await admin(
-    (c) => c.query(`INSERT INTO currencies (code, name) VALUES ('BTC', 'BTC'), ('ETH', 'ETH')`),
-    dbUrl(name),
-  );
-  return dbUrl(name);
-}
-
-const dropDatabase = (name: string) =>
-  admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-const count = (url: string) =>
-  admin(
-    async (c) => Number((await c.query('SELECT count(*) AS n FROM price_observations')).rows[0].n),
-    url,
-  );
 
 /** (a) the whole command, start-up included. */
 async function viaArchive(c: Case, archiveUrl: string) {
