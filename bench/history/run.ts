@@ -14,6 +14,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
+import { LEVEL_RELATIONS } from '../../src/data/history/levels.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { renderRunTexts } from '../../src/data/history/renderRunTexts.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
@@ -27,6 +28,7 @@ import { createRuntime } from '../../src/shared/runtime.ts';
 import { startDataProcess, type DataProcess } from './dataProcess.ts';
 import { BENCH_CODES, countRows, generateHistory } from './generate.ts';
 import { formatSummary, summarize } from './percentiles.ts';
+import { formatStorage, measureStorage } from './storage.ts';
 
 const CASES: Array<[hours: number, intervalSeconds: number]> = [
   [24, 60],
@@ -221,7 +223,10 @@ async function main() {
     const expected = currencies * days * 1440;
     if (args.regenerate) {
       await runtime.pool.query(
-        sql.unsafe`TRUNCATE price_observations, candles_1m, candles_1h, candles_1d, history_run_texts`,
+        sql.unsafe`TRUNCATE price_observations, ${sql.join(
+          LEVEL_RELATIONS.map((relation) => sql.identifier([relation])),
+          sql.fragment`, `,
+        )}, history_run_texts`,
       );
       await runtime.pool.query(sql.unsafe`UPDATE rollup_watermarks SET watermark = NULL`);
     }
@@ -267,9 +272,12 @@ async function main() {
       `${rendered} whole hourly runs rendered in ${((Date.now() - renderStarted) / 1000).toFixed(1)} s`,
     );
     // Autovacuum would get there too; the benchmark should not measure before it has.
-    for (const relation of ['candles_1m', 'candles_1h', 'candles_1d']) {
+    for (const relation of LEVEL_RELATIONS) {
       await bulkPool.query(sql.unsafe`VACUUM ANALYZE ${sql.identifier([relation])}`);
     }
+    log('');
+    log('Storage, derived data against the raw table:');
+    for (const line of formatStorage(await measureStorage(bulkPool))) log(line);
 
     const server = await startDataProcess(config.DATABASE_URL);
     const uncached = await startDataProcess(config.DATABASE_URL, undefined, {

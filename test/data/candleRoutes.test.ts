@@ -271,12 +271,13 @@ describe.each(MODES)('analyst candle routes, %s mode', (mode) => {
       mode === 'continuous' ? 'continuous aggregates' : 'rollup tables',
     );
     expect(checks.map((c) => c.name)).toEqual(
-      expect.arrayContaining(['rollup 1m', 'rollup 1h', 'rollup 1d', 'backfills']),
+      expect.arrayContaining(['rollup 5m', 'rollup 15m', 'rollup 1h', 'rollup 1d', 'backfills']),
     );
     const ready = await getJson(`${server.url}/health/ready`);
     expect(ready.body.details.rollups.mode).toBe(mode);
     expect(ready.body.details.rollups.levels.map((l: { level: string }) => l.level)).toEqual([
-      '1m',
+      '5m',
+      '15m',
       '1h',
       '1d',
     ]);

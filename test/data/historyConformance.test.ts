@@ -120,11 +120,27 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
     expect(daily.segments.map((s) => s.source)).toContain('1d');
     const odd = await planRequest(runtime.pool, { ...window, intervalSeconds: 7 });
     expect(odd.segments.map((s) => s.source)).toEqual(['raw']);
+    // No level copies the minutes: 1-minute buckets read the raw rows.
+    const minutes = await planRequest(runtime.pool, { ...window, intervalSeconds: 60 });
+    expect(minutes.segments.map((s) => s.source)).toEqual(['raw']);
+    const fiveMinutes = await planRequest(runtime.pool, { ...window, intervalSeconds: 600 });
+    expect(fiveMinutes.segments.map((s) => s.source)).toContain('5m');
+    // Days in zones off the whole hour (+05:30, +05:45, −03:30) read the 15-minute level.
+    for (const timeZone of ['Asia/Kolkata', 'Asia/Kathmandu', 'America/St_Johns']) {
+      const days = await planRequest(runtime.pool, {
+        ...window,
+        intervalSeconds: 86_400,
+        timeZone,
+      });
+      const sources = days.segments.map((s) => s.source);
+      expect({ timeZone, sources }).toEqual({ timeZone, sources: expect.arrayContaining(['15m']) });
+      expect(sources).not.toContain('1h');
+    }
   });
 
   test('random resolutions and windows equal the brute-force answer', async () => {
     const next = random(mode === 'tables' ? 1 : 2);
-    const widths = [7, 60, 90, 300, 900, 3599, 3600, 7200, 14_400, 86_400, 604_800];
+    const widths = [7, 60, 90, 300, 600, 900, 1800, 3599, 3600, 7200, 14_400, 86_400, 604_800];
     for (let i = 0; i < 30; i++) {
       const seconds =
         i < widths.length ? widths[i]! : 1 + Math.floor(next() * (next() < 0.5 ? 7200 : 200_000));
@@ -188,6 +204,11 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
       ['Europe/Berlin', 3600],
       ['Asia/Kolkata', 86_400],
       ['Asia/Kathmandu', 86_400],
+      ['America/St_Johns', 86_400],
+      ['Asia/Kolkata', 1800],
+      ['Asia/Kathmandu', 900],
+      ['America/St_Johns', 14_400],
+      ['Asia/Kathmandu', 604_800],
       ['America/New_York', 604_800],
       ['UTC', 86_400],
     ];
@@ -218,6 +239,79 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
       });
     }
   });
+
+  test('fill=previous in :30 and :45 zones carries the last close exactly', async () => {
+    const from = new Date(dataStart + 5 * HOUR + 7 * MINUTE);
+    const to = new Date(now);
+    for (const [timeZone, seconds] of [
+      ['Asia/Kathmandu', 1800],
+      ['Asia/Kolkata', 3600],
+      ['America/St_Johns', 900],
+    ] as const) {
+      const got = await answer({
+        code: 'XRP',
+        from,
+        to,
+        intervalSeconds: seconds,
+        timeZone,
+        fill: 'previous',
+      });
+      expect({ timeZone, seconds, rows: got }).toEqual({
+        timeZone,
+        seconds,
+        rows: await filledFromRaw('XRP', seconds, timeZone, from, to),
+      });
+    }
+  });
+
+  /**
+   * fill=previous computed from the raw rows alone: every bucket of the zone's grid that
+   * overlaps the window, empty ones carrying the last close before them.
+   */
+  async function filledFromRaw(
+    code: string,
+    seconds: number,
+    timeZone: string,
+    from: Date,
+    to: Date,
+  ) {
+    const width = sql.fragment`make_interval(secs => ${seconds}::float8)`;
+    const fromSql = sql.fragment`${from.toISOString()}::timestamptz`;
+    const toSql = sql.fragment`${to.toISOString()}::timestamptz`;
+    const data = asJson(
+      await runtime.pool.any(sql.type(sqlCandle)`
+        SELECT time_bucket(${width}, time, ${timeZone}::text) AS timestamp,
+               first(open, time) AS open, max(high) AS high, min(low) AS low,
+               last(close, time) AS close, sum(volume) AS volume, count(*)::int AS count
+        FROM price_observations
+        WHERE currency_code = ${code} AND time >= ${fromSql} AND time < ${toSql}
+        GROUP BY 1 ORDER BY 1
+      `),
+    );
+    const starts = await runtime.pool.anyFirst(sql.type(z.object({ b: z.date() }))`
+      SELECT DISTINCT time_bucket(${width}, t, ${timeZone}::text) AS b
+      FROM (SELECT generate_series(${fromSql}, ${toSql}, interval '1 minute') AS t
+            UNION ALL SELECT ${toSql} - interval '1 microsecond') AS instants
+      WHERE t < ${toSql}
+      ORDER BY 1
+    `);
+    const seed = await runtime.pool.maybeOneFirst(sql.type(z.object({ close: z.number() }))`
+      SELECT close FROM price_observations
+      WHERE currency_code = ${code} AND time < ${fromSql} ORDER BY time DESC LIMIT 1
+    `);
+    const byStart = new Map(data.map((row) => [String(row.timestamp), row] as const));
+    let carried = seed;
+    return starts.map((start) => {
+      const timestamp = start.toISOString();
+      const row = byStart.get(timestamp);
+      if (row) {
+        carried = row.close;
+        return row;
+      }
+      const c = carried;
+      return { timestamp, open: c, high: c, low: c, close: c, volume: 0, count: 0 };
+    });
+  }
 
   test('prices written after an answer show in the next one', async () => {
     // Like the harvester's: a new price, unmarked, in the last full minute, which continuous

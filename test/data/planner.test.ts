@@ -16,27 +16,48 @@ const DAY = 24 * HOUR;
 describe('usableLevels', () => {
   test.each([
     [7, []],
+    [60, []],
     [90, []],
-    [120, ['1m']],
+    [120, []],
+    [300, ['5m']],
+    [600, ['5m']],
+    [900, ['5m', '15m']],
+    [1800, ['5m', '15m']],
     [3599, []],
-    [3600, ['1m', '1h']],
-    [7200, ['1m', '1h']],
-    [86_400, ['1m', '1h', '1d']],
-    [604_800, ['1m', '1h', '1d']],
+    [3600, ['5m', '15m', '1h']],
+    [7200, ['5m', '15m', '1h']],
+    [14_400, ['5m', '15m', '1h']],
+    [86_400, ['5m', '15m', '1h', '1d']],
+    [604_800, ['5m', '15m', '1h', '1d']],
   ])('%i-second buckets read %j', (seconds, expected) => {
     expect(names(usableLevels(grid(seconds)))).toEqual(expected);
   });
 
   test('an origin or offset off the level grid rules the level out', () => {
-    expect(names(usableLevels(grid(86_400, 3600)))).toEqual(['1m', '1h']);
+    expect(names(usableLevels(grid(86_400, 3600)))).toEqual(['5m', '15m', '1h']);
+    expect(names(usableLevels(grid(86_400, 600)))).toEqual(['5m']);
     expect(names(usableLevels(grid(86_400, 37)))).toEqual([]);
   });
 
-  test('zone offsets decide: whole hours keep 1h, :30 and :45 zones fall back to minutes', () => {
-    expect(names(usableLevels(grid(86_400, 0, [3600, 7200])))).toEqual(['1m', '1h']);
-    expect(names(usableLevels(grid(86_400, 0, [19_800])))).toEqual(['1m']);
-    expect(names(usableLevels(grid(86_400, 0, [20_700])))).toEqual(['1m']);
+  test('zone offsets decide: whole hours keep 1h, :30 and :45 zones read the 15-minute level', () => {
+    expect(names(usableLevels(grid(86_400, 0, [3600, 7200])))).toEqual(['5m', '15m', '1h']);
+    // Asia/Kolkata +05:30, Asia/Kathmandu +05:45, America/St_Johns −03:30 / −02:30 (DST)
+    expect(names(usableLevels(grid(86_400, 0, [19_800])))).toEqual(['5m', '15m']);
+    expect(names(usableLevels(grid(86_400, 0, [20_700])))).toEqual(['5m', '15m']);
+    expect(names(usableLevels(grid(86_400, 0, [-12_600, -9000])))).toEqual(['5m', '15m']);
+    expect(names(usableLevels(grid(1800, 0, [20_700])))).toEqual(['5m', '15m']);
     expect(names(usableLevels(grid(86_400, 0, [3208])))).toEqual([]); // Berlin's 1890 LMT
+  });
+
+  test('every offset a zone uses today is served by the 15-minute level', () => {
+    const now = Date.UTC(2026, 0, 15);
+    for (const zone of Intl.supportedValuesOf('timeZone')) {
+      const offsets = zoneOffsetsOver(zone, now - 365 * DAY, now);
+      expect({ zone, levels: names(usableLevels(grid(86_400, 0, offsets))) }).toEqual({
+        zone,
+        levels: expect.arrayContaining(['15m']),
+      });
+    }
   });
 });
 
@@ -54,56 +75,76 @@ describe('zone offsets', () => {
 });
 
 describe('planSegments', () => {
-  const [m1, h1, d1] = LEVELS;
-  const all = [m1, h1, d1];
+  const [m5, m15, h1, d1] = LEVELS;
+  const all = [m5, m15, h1, d1];
+  const complete = { '5m': Infinity, '15m': Infinity, '1h': Infinity, '1d': Infinity };
 
   test('the coarsest level serves the aligned middle, finer levels and raw rows the edges', () => {
     const from = 10 * DAY + 5 * HOUR + 7 * MIN + 3000;
-    const to = 20 * DAY + 2 * HOUR + 30 * MIN + 10;
+    const to = 20 * DAY + 2 * HOUR + 32 * MIN + 10;
     const segments = planSegments({ start: from, end: to }, all, {
-      watermarks: { '1m': Infinity, '1h': Infinity, '1d': Infinity },
+      watermarks: complete,
       stale: [],
     });
     expect(segments).toEqual([
-      { source: 'raw', start: from, end: 10 * DAY + 5 * HOUR + 8 * MIN },
-      { source: '1m', start: 10 * DAY + 5 * HOUR + 8 * MIN, end: 10 * DAY + 6 * HOUR },
+      { source: 'raw', start: from, end: 10 * DAY + 5 * HOUR + 10 * MIN },
+      { source: '5m', start: 10 * DAY + 5 * HOUR + 10 * MIN, end: 10 * DAY + 5 * HOUR + 15 * MIN },
+      { source: '15m', start: 10 * DAY + 5 * HOUR + 15 * MIN, end: 10 * DAY + 6 * HOUR },
       { source: '1h', start: 10 * DAY + 6 * HOUR, end: 11 * DAY },
       { source: '1d', start: 11 * DAY, end: 20 * DAY },
       { source: '1h', start: 20 * DAY, end: 20 * DAY + 2 * HOUR },
-      { source: '1m', start: 20 * DAY + 2 * HOUR, end: 20 * DAY + 2 * HOUR + 30 * MIN },
+      { source: '15m', start: 20 * DAY + 2 * HOUR, end: 20 * DAY + 2 * HOUR + 30 * MIN },
       { source: 'raw', start: 20 * DAY + 2 * HOUR + 30 * MIN, end: to },
     ]);
   });
 
   test('after each watermark the next finer level answers, then the raw rows', () => {
     const segments = planSegments({ start: 0, end: 10 * DAY }, all, {
-      watermarks: { '1m': 9 * DAY + 5 * HOUR + 3 * MIN, '1h': 9 * DAY + 5 * HOUR, '1d': 9 * DAY },
+      watermarks: {
+        '5m': 9 * DAY + 5 * HOUR + 25 * MIN,
+        '15m': 9 * DAY + 5 * HOUR + 15 * MIN,
+        '1h': 9 * DAY + 5 * HOUR,
+        '1d': 9 * DAY,
+      },
       stale: [],
     });
     expect(segments).toEqual([
       { source: '1d', start: 0, end: 9 * DAY },
       { source: '1h', start: 9 * DAY, end: 9 * DAY + 5 * HOUR },
-      { source: '1m', start: 9 * DAY + 5 * HOUR, end: 9 * DAY + 5 * HOUR + 3 * MIN },
-      { source: 'raw', start: 9 * DAY + 5 * HOUR + 3 * MIN, end: 10 * DAY },
+      { source: '15m', start: 9 * DAY + 5 * HOUR, end: 9 * DAY + 5 * HOUR + 15 * MIN },
+      { source: '5m', start: 9 * DAY + 5 * HOUR + 15 * MIN, end: 9 * DAY + 5 * HOUR + 25 * MIN },
+      { source: 'raw', start: 9 * DAY + 5 * HOUR + 25 * MIN, end: 10 * DAY },
     ]);
   });
 
   test('a stale range is read from below, as narrowly as each level allows', () => {
-    const stale = { start: 3 * DAY + 4 * HOUR + 10 * MIN + 5, end: 3 * DAY + 4 * HOUR + 12 * MIN };
+    const stale = { start: 3 * DAY + 4 * HOUR + 20 * MIN + 5, end: 3 * DAY + 4 * HOUR + 22 * MIN };
     const segments = planSegments({ start: 0, end: 5 * DAY }, all, {
-      watermarks: { '1m': Infinity, '1h': Infinity, '1d': Infinity },
+      watermarks: complete,
       stale: [stale],
     });
     expect(segments).toEqual([
       { source: '1d', start: 0, end: 3 * DAY },
       { source: '1h', start: 3 * DAY, end: 3 * DAY + 4 * HOUR },
-      { source: '1m', start: 3 * DAY + 4 * HOUR, end: 3 * DAY + 4 * HOUR + 10 * MIN },
-      // the range's end is inclusive: the minute starting at 4:12 is stale too
-      { source: 'raw', start: 3 * DAY + 4 * HOUR + 10 * MIN, end: 3 * DAY + 4 * HOUR + 13 * MIN },
-      { source: '1m', start: 3 * DAY + 4 * HOUR + 13 * MIN, end: 3 * DAY + 5 * HOUR },
+      { source: '15m', start: 3 * DAY + 4 * HOUR, end: 3 * DAY + 4 * HOUR + 15 * MIN },
+      { source: '5m', start: 3 * DAY + 4 * HOUR + 15 * MIN, end: 3 * DAY + 4 * HOUR + 20 * MIN },
+      // the range's end is inclusive, and read raw up to the next 5-minute boundary
+      { source: 'raw', start: 3 * DAY + 4 * HOUR + 20 * MIN, end: 3 * DAY + 4 * HOUR + 25 * MIN },
+      { source: '5m', start: 3 * DAY + 4 * HOUR + 25 * MIN, end: 3 * DAY + 4 * HOUR + 30 * MIN },
+      { source: '15m', start: 3 * DAY + 4 * HOUR + 30 * MIN, end: 3 * DAY + 5 * HOUR },
       { source: '1h', start: 3 * DAY + 5 * HOUR, end: 4 * DAY },
       { source: '1d', start: 4 * DAY, end: 5 * DAY },
     ]);
+  });
+
+  test('a day in Kolkata is read from the 15-minute level, not from raw rows', () => {
+    const kolkata = usableLevels(grid(86_400, 0, [19_800]));
+    const from = 10 * DAY - 5 * HOUR - 30 * MIN; // local midnight
+    const segments = planSegments({ start: from, end: from + 30 * DAY }, kolkata, {
+      watermarks: complete,
+      stale: [],
+    });
+    expect(segments).toEqual([{ source: '15m', start: from, end: from + 30 * DAY }]);
   });
 
   test('without watermarks everything is raw; segments always tile the window', () => {

@@ -33,10 +33,10 @@ describe.each(MODES)('rollup lag, %s mode', (mode) => {
     refreshRollups(runtime.pool, { settleSeconds: SETTLE_SECONDS, runPolicies: true });
 
   test('nothing stored: every level is up to date', async () => {
-    expect(await lag()).toEqual({ '1m': 0, '1h': 0, '1d': 0 });
+    expect(await lag()).toEqual({ '5m': 0, '15m': 0, '1h': 0, '1d': 0 });
   });
 
-  test('prices never rolled up: the minute level has waited since their minute was due', async () => {
+  test('prices never rolled up: the 5-minute level has waited since their bucket was due', async () => {
     await insertCandles(
       runtime.pool,
       Array.from({ length: 10 }, (_, i) => ({
@@ -45,16 +45,16 @@ describe.each(MODES)('rollup lag, %s mode', (mode) => {
         open: 100 + i,
       })),
     );
-    const waited = (await lag())['1m']!;
-    // Due a minute after the first candle's minute, plus settling and the refresh cadence (or the
-    // policy's offset and schedule): a few minutes at most.
-    expect(waited).toBeGreaterThan((Date.now() - first) / 1000 - 5 * 60);
+    const waited = (await lag())['5m']!;
+    // Due at the end of the first candle's 5-minute bucket, plus settling and the refresh cadence
+    // (or the policy's end offset of 10 minutes and schedule): a quarter of an hour at most.
+    expect(waited).toBeGreaterThan((Date.now() - first) / 1000 - 20 * 60);
     expect(waited).toBeLessThan((Date.now() - first) / 1000);
   });
 
   test('a refresh brings every level back to 0', async () => {
     await refresh();
-    expect(await lag()).toEqual({ '1m': 0, '1h': 0, '1d': 0 });
+    expect(await lag()).toEqual({ '5m': 0, '15m': 0, '1h': 0, '1d': 0 });
   });
 
   test('a backfill below the watermarks waits from when it was marked until a refresh', async () => {
@@ -65,9 +65,10 @@ describe.each(MODES)('rollup lag, %s mode', (mode) => {
       sql.unsafe`UPDATE price_invalidations SET created_at = now() - interval '10 minutes'`,
     );
     const waited = await lag();
-    expect(waited['1m']).toBeGreaterThanOrEqual(600);
+    expect(waited['5m']).toBeGreaterThanOrEqual(600);
+    expect(waited['15m']).toBeGreaterThanOrEqual(600);
     expect(waited['1h']).toBeGreaterThanOrEqual(600);
     await refresh();
-    expect(await lag()).toEqual({ '1m': 0, '1h': 0, '1d': 0 });
+    expect(await lag()).toEqual({ '5m': 0, '15m': 0, '1h': 0, '1d': 0 });
   });
 });

@@ -69,7 +69,8 @@ async function fromScratch(seconds: number, before: number) {
 
 async function expectLevelsExact() {
   const marks = await watermarks();
-  expect(await contents('candles_1m')).toEqual(await fromScratch(60, marks['1m']!));
+  expect(await contents('candles_5m')).toEqual(await fromScratch(300, marks['5m']!));
+  expect(await contents('candles_15m')).toEqual(await fromScratch(900, marks['15m']!));
   expect(await contents('candles_1h')).toEqual(await fromScratch(3600, marks['1h']!));
   expect(await contents('candles_1d')).toEqual(await fromScratch(86_400, marks['1d']!));
 }
@@ -84,10 +85,12 @@ describe('refresh_rollups on rollup tables', () => {
     expect(result.steps).toBeGreaterThanOrEqual(4);
     const marks = await watermarks();
     // The refresh read the clock between the test's start and now: a busy machine may cross a minute.
-    const settleLimit = Math.floor((now - 3 * HOUR) / 60_000) * 60_000;
-    expect(marks['1m']).toBeLessThanOrEqual(Math.floor((Date.now() - 3 * HOUR) / 60_000) * 60_000);
-    expect(marks['1m']).toBeGreaterThan(settleLimit - 5 * 60_000);
-    expect(marks['1h']).toBe(Math.floor(marks['1m']! / HOUR) * HOUR);
+    const FIVE = 5 * 60_000;
+    const settleLimit = Math.floor((now - 3 * HOUR) / FIVE) * FIVE;
+    expect(marks['5m']).toBeLessThanOrEqual(Math.floor((Date.now() - 3 * HOUR) / FIVE) * FIVE);
+    expect(marks['5m']).toBeGreaterThan(settleLimit - 2 * FIVE);
+    expect(marks['15m']).toBe(Math.floor(marks['5m']! / (3 * FIVE)) * 3 * FIVE);
+    expect(marks['1h']).toBe(Math.floor(marks['15m']! / HOUR) * HOUR);
     expect(marks['1d']).toBe(Math.floor(marks['1h']! / DAY) * DAY);
     await expectLevelsExact();
   });
@@ -125,7 +128,7 @@ describe('refresh_rollups on rollup tables', () => {
 
   test('two workers at once: one refreshes, the other skips, the result is exact', async () => {
     await runtime.pool.query(sql.unsafe`UPDATE rollup_watermarks SET watermark = NULL`);
-    await runtime.pool.query(sql.unsafe`TRUNCATE candles_1m, candles_1h, candles_1d`);
+    await runtime.pool.query(sql.unsafe`TRUNCATE candles_5m, candles_15m, candles_1h, candles_1d`);
     const results = await Promise.all([
       refreshRollups(runtime.pool, { settleSeconds: 0, maxStepSeconds: DAY / 1000 }),
       refreshRollups(runtime.pool, { settleSeconds: 0, maxStepSeconds: DAY / 1000 }),
@@ -139,7 +142,7 @@ describe('refresh_rollups on rollup tables', () => {
   test('the worker runs the task from its task list and crontab', async () => {
     expect(crontab.some((line) => / refresh_rollups /.test(line))).toBe(true);
     await runtime.pool.query(sql.unsafe`UPDATE rollup_watermarks SET watermark = NULL`);
-    await runtime.pool.query(sql.unsafe`TRUNCATE candles_1m, candles_1h, candles_1d`);
+    await runtime.pool.query(sql.unsafe`TRUNCATE candles_5m, candles_15m, candles_1h, candles_1d`);
     const runner = await startWorkerRunner(runtime, {
       taskList: createTaskList(runtime),
       concurrency: 1,

@@ -28,8 +28,8 @@ function request(overrides: Partial<CandleRequest> = {}): CandleRequest {
 }
 
 const plan: Segment[] = [
-  { source: 'raw', start: from, end: from + 18_000 },
-  { source: '1m', start: from + 18_000, end: Date.UTC(2025, 10, 22, 10) },
+  { source: 'raw', start: from, end: Date.UTC(2025, 10, 22, 9, 30) },
+  { source: '5m', start: Date.UTC(2025, 10, 22, 9, 30), end: Date.UTC(2025, 10, 22, 10) },
   { source: '1h', start: Date.UTC(2025, 10, 22, 10), end: to - 30 * 60_000 },
   { source: 'raw', start: to - 30 * 60_000, end: to },
 ];

@@ -8,7 +8,7 @@ import {
   csvLines,
   ndjsonLines,
 } from '../../data/history/candleOutput.ts';
-import { streamCandles } from '../../data/history/candleQuery.ts';
+import { streamCandles } from '../../data/history/candleStream.ts';
 import { candleExportQuery, candleParams } from '../../data/routes/candles/schema.ts';
 import { runAbandonable } from '../../shared/abandonment.ts';
 import { NotFoundError, ValidationError } from '../../shared/errors.ts';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { FillSeeds, SeedPoint } from './fillSeeds.ts';
 import { bucketSql, bucketStartsSql, ts, type RunBounds } from './gridSql.ts';
 import { CANDLE_IS_EMPTY, CANDLE_ITEM, OPEN_ITEM, type ItemShape } from './jsonText.ts';
-import { LEVELS } from './levels.ts';
+import { levelNamed, type LevelName } from './levels.ts';
 import { mergeAdjacent, type Segment } from './planner.ts';
 import type { CandleRequest } from './request.ts';
 import { clip, RUN_BUCKETS, type Run } from './runs.ts';
@@ -273,7 +273,7 @@ export function passesThrough(request: CandleRequest, segment: Segment): boolean
 }
 
 function levelOf(segment: Segment) {
-  return LEVELS.find((l) => l.name === segment.source)!;
+  return levelNamed(segment.source as LevelName);
 }
 
 const seedClose = (point: SeedPoint | null) => sql.fragment`${point?.close ?? null}::float8`;

@@ -1,12 +1,12 @@
 import { sql, type DatabasePool, type SqlToken as SqlFragment } from 'slonik';
 import { z } from 'zod';
-import { LEVELS, type LevelName } from './levels.ts';
+import { levelNamed, LEVELS, type LevelName } from './levels.ts';
 import { mergeIntervals, planSegments, type RollupFreshness, type Segment } from './planner.ts';
 import { rollupMode } from './rollupState.ts';
 
 // The 24-hour statistics of every currency (open, high, low, volume over the last day), read
-// from the rollups in one statement for all currencies: hourly rows for the whole hours, minute
-// rows for the edges, raw rows only for the sub-minute edges and the not-yet-rolled-up tail. The
+// from the rollups in one statement for all currencies: hourly rows for the whole hours, 15- and 5-minute
+// rows for the edges, raw rows only for the edges finer than 5 minutes and the not-yet-rolled-up tail. The
 // planner (planner.ts) decides which level serves which part of the window, exactly as for a
 // history answer, so the figures equal a brute-force computation over the raw rows.
 
@@ -42,7 +42,7 @@ const MAX_STALE_RANGES = 32;
 export async function readDayStats(pool: DatabasePool, to: Date): Promise<Map<string, DayStats>> {
   const window = { start: to.getTime() - DAY_MS, end: to.getTime() };
   const freshness = await readWindowFreshness(pool, window.start, window.end);
-  // Hourly and minute rows only: a day row would never fit inside a window not aligned to days.
+  // Hourly and finer rows only: a day row would never fit inside a window not aligned to days.
   const segments = planSegments(
     window,
     LEVELS.filter((level) => level.name !== '1d'),
@@ -102,7 +102,7 @@ function segmentRows(segment: Segment): SqlFragment {
       FROM price_observations
       WHERE time >= ${ts(segment.start)} AND time < ${ts(segment.end)}`;
   }
-  const level = LEVELS.find((l) => l.name === segment.source)!;
+  const level = levelNamed(segment.source);
   return sql.fragment`
     SELECT currency_code, open, high, low, volume, first_time
     FROM ${sql.identifier([level.relation])}

@@ -1,5 +1,5 @@
 import type { Check, DoctorContext } from '../../shared/diagnostics.ts';
-import { LEVELS } from './levels.ts';
+import { LEVELS, levelNamed } from './levels.ts';
 import { readRenderStatus } from './renderRunTexts.ts';
 import { readRollupStatus, type RollupStatus } from './rollupState.ts';
 
@@ -8,6 +8,8 @@ import { readRollupStatus, type RollupStatus } from './rollupState.ts';
 // offset (up to one more width for continuous aggregates), on a schedule; three widths plus a
 // quarter of an hour covers all of that with room for a slow run.
 const SLACK_SECONDS = 15 * 60;
+/** The levels as built, e.g. raw → 5m → 15m → 1h → 1d. */
+const CHAIN = ['raw', ...LEVELS.map((level) => level.name)].join(' → ');
 const allowedLag = (widthSeconds: number) => 3 * widthSeconds + SLACK_SECONDS;
 
 /** Rollup mode, each level's watermark and lag, and backfills waiting (for `platform doctor`). */
@@ -35,12 +37,12 @@ export async function checkRollups({ pool }: Pick<DoctorContext, 'pool'>): Promi
       ok: true,
       detail:
         status.mode === 'continuous'
-          ? 'continuous aggregates (Timescale edition): candles_1m → 1h → 1d, real-time'
-          : 'rollup tables (Apache edition): candles_1m → 1h → 1d, refreshed by the worker',
+          ? `continuous aggregates (Timescale edition): ${CHAIN}, real-time`
+          : `rollup tables (Apache edition): ${CHAIN}, refreshed by the worker`,
     },
   ];
   for (const level of status.levels) {
-    const width = LEVELS.find((l) => l.name === level.level)!.seconds;
+    const width = levelNamed(level.level).seconds;
     const allowed = allowedLag(width);
     // Nothing materialised yet is no fault (a fresh install, a worker about to run): answers
     // come from finer data meanwhile, exactly, only slower.

@@ -1,7 +1,7 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { ScrapeSample } from '../../shared/metrics.ts';
-import { floorTo, LEVELS } from './levels.ts';
+import { floorTo, LEVEL_RELATIONS, LEVELS } from './levels.ts';
 import { caggWatermark, rollupMode } from './rollupState.ts';
 
 // rollup_lag_seconds: per level, how long the oldest raw data the level should already reflect
@@ -54,7 +54,7 @@ export async function readRollupLag(
           LEFT JOIN timescaledb_information.jobs j
             ON j.proc_name = 'policy_refresh_continuous_aggregate'
            AND (j.config ->> 'mat_hypertable_id')::int = c.mat_hypertable_id
-          WHERE c.user_view_name IN ('candles_1m', 'candles_1h', 'candles_1d')
+          WHERE c.user_view_name = ANY(${sql.array(LEVEL_RELATIONS, 'text')})
         `)
       : await pool.any(sql.type(levelRow)`
           SELECT level, watermark, ${tablesAllowance}::float8 AS allowance, ${WAITING}

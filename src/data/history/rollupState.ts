@@ -5,7 +5,7 @@ import {
   type SqlToken as SqlFragment,
 } from 'slonik';
 import { z } from 'zod';
-import { LEVELS, type LevelName, type RollupMode } from './levels.ts';
+import { LEVEL_RELATIONS, LEVELS, type LevelName, type RollupMode } from './levels.ts';
 import type { RollupFreshness } from './planner.ts';
 
 /**
@@ -20,6 +20,7 @@ export function caggWatermark(matHypertableId: SqlFragment): SqlFragment {
   )`;
 }
 
+const FINEST = LEVELS[0];
 const modeRow = z.object({ continuous: z.boolean(), tables: z.boolean() });
 
 const modes = new WeakMap<object, Promise<RollupMode>>();
@@ -43,9 +44,9 @@ export async function detectRollupMode(db: CommonQueryMethods): Promise<RollupMo
   const row = await db.one(sql.type(modeRow)`
     SELECT EXISTS (
              SELECT 1 FROM timescaledb_information.continuous_aggregates
-             WHERE view_name = 'candles_1m' AND view_schema = current_schema()
+             WHERE view_name = ${FINEST.relation} AND view_schema = current_schema()
            ) AS continuous,
-           to_regclass('candles_1m') IS NOT NULL AS tables
+           to_regclass(${FINEST.relation}) IS NOT NULL AS tables
   `);
   if (row.continuous) return 'continuous';
   if (row.tables) return 'tables';
@@ -130,7 +131,7 @@ function materialisedRows(mode: RollupMode) {
         SELECT 'materialised' AS kind, replace(c.user_view_name, 'candles_', '') AS level,
                ${caggWatermark(sql.fragment`c.mat_hypertable_id`)} AS start, NULL::timestamptz AS "end"
         FROM _timescaledb_catalog.continuous_agg c
-        WHERE c.user_view_name IN ('candles_1m', 'candles_1h', 'candles_1d')`
+        WHERE c.user_view_name = ANY(${sql.array(LEVEL_RELATIONS, 'text')})`
     : sql.fragment`
         SELECT 'materialised' AS kind, level, watermark AS start, NULL::timestamptz AS "end"
         FROM rollup_watermarks`;
@@ -184,7 +185,7 @@ export async function readRollupStatus(pool: DatabasePool): Promise<RollupStatus
                  extract(epoch FROM now() - w.watermark)::float8 AS "lagSeconds"
           FROM _timescaledb_catalog.continuous_agg c
           CROSS JOIN LATERAL (SELECT ${caggWatermark(sql.fragment`c.mat_hypertable_id`)} AS watermark) w
-          WHERE c.user_view_name IN ('candles_1m', 'candles_1h', 'candles_1d')
+          WHERE c.user_view_name = ANY(${sql.array(LEVEL_RELATIONS, 'text')})
         `)
       : await pool.any(sql.type(statusRow)`
           SELECT level, watermark, extract(epoch FROM now() - watermark)::float8 AS "lagSeconds"

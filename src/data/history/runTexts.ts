@@ -2,7 +2,7 @@ import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { utcOriginMs } from '../../shared/time/bucketGrid.ts';
 import { FORMAT_VERSION, type ItemShape } from './jsonText.ts';
-import { LEVELS, mod } from './levels.ts';
+import { levelNamed, mod } from './levels.ts';
 import type { Segment } from './planner.ts';
 import type { CandleRequest } from './request.ts';
 import { RUN_BUCKETS, type Run } from './runs.ts';
@@ -15,7 +15,7 @@ import { RUN_BUCKETS, type Run } from './runs.ts';
 // only at this code's FORMAT_VERSION, so a deploy never splices texts of an older format in.
 
 /** The level whose whole runs are rendered: hourly buckets, what a year-long chart asks for. */
-export const RENDERED_LEVEL = LEVELS[1];
+export const RENDERED_LEVEL = levelNamed('1h');
 /** Width of one rendered run, in milliseconds. */
 export const RENDERED_RUN_MS = RUN_BUCKETS * RENDERED_LEVEL.seconds * 1000;
 

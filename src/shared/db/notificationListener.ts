@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from '../logger.ts';
+import { SESSION_OPTIONS } from './sessionSettings.ts';
 
 export interface NotificationListenerOptions {
   databaseUrl: string;
@@ -97,6 +98,7 @@ export class NotificationListener {
       connectionString: this.options.databaseUrl,
       application_name: this.options.applicationName,
       keepAlive: true,
+      options: SESSION_OPTIONS,
       connectionTimeoutMillis: 5_000,
     });
     this.client = client;
