@@ -2,7 +2,7 @@ import type { Context, Next } from 'koa';
 import { ForbiddenError, UnauthorizedError } from '../shared/errors.ts';
 import { networkMatcher, plainAddress } from '../shared/http/clientAddress.ts';
 import type { HeaderSpec } from '../shared/http/routes.ts';
-import type { Scope } from './tokens/tokenStore.ts';
+import type { Scope } from './tokens/tokenRules.ts';
 import type { VerifiedTokens } from './tokens/verifiedTokens.ts';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="data"' };
