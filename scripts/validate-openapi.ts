@@ -41,6 +41,7 @@ function documentsOnlyRuntime(): Runtime {
     }),
     // node-postgres pools connect on first use only, which never comes.
     pgPool: new pg.Pool({ connectionString: config.DATABASE_URL }),
+    changeEvents: () => undefined,
     close: async () => {},
   };
 }

@@ -53,6 +53,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     token: options.dataToken ?? config.DATA_TOKEN,
     timeoutMs: config.DATA_TIMEOUT_MS,
     cacheMs: config.DATA_CACHE_MS,
+    events: runtime.changeEvents(),
     logger,
   });
   const timeouts = sessionTimeouts(config);
@@ -88,7 +89,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     data,
     onHoldingsChanged: (userId) => live.holdingsChanged(userId),
   });
-  const limitHistory = historyRateLimit(config);
+  const { limitHistory, anonymousOverLimit } = historyRateLimit(config);
   registerHistoryRoutes(registry, {
     pool: runtime.pool,
     data,
@@ -99,6 +100,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     data,
     maxPoints: config.HISTORY_MAX_POINTS,
     limitRate: limitHistory,
+    anonymousOverLimit,
   });
   if (profile !== 'docs') registerCurrencyRoutes(registry, data);
   registerNewsSentimentForward(registry, { data, trustedNetworks: config.DATA_TRUSTED_NETWORKS });

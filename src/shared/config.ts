@@ -2,6 +2,10 @@ import { userInfo } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_MAX_FUTURE_SECONDS } from '../data/ingest/candleValidation.ts';
 import { isKnownTimeZone } from './time/timeZones.ts';
+import { ConfigError } from './configError.ts';
+
+// Kept here for its callers; it lives apart so that the CLI can tell it without loading the schema.
+export { ConfigError };
 
 // The whole platform's configuration, parsed once at start-up from the environment (and a few CLI
 // flags). Every variable is optional; bad values stop start-up with one message listing them all.
@@ -75,8 +79,9 @@ export const configSchema = z.object({
     .optional()
     .describe(
       'Comma-separated connection strings of physical streaming replicas of DATABASE_URL: history, ' +
-        'candles, export, the snapshot and the signal read-backs read from them (writes, tokens, ' +
-        'sessions, jobs and read-your-writes stay on DATABASE_URL). Unset: every read goes to DATABASE_URL.',
+        'candles, export and the signal read-backs read from them (writes, tokens, sessions, jobs, ' +
+        'the snapshot built once per change, and read-your-writes stay on DATABASE_URL). Unset: ' +
+        'every read goes to DATABASE_URL.',
     ),
   REPLICA_MAX_LAG_SECONDS: z.coerce
     .number()
@@ -169,6 +174,12 @@ export const configSchema = z.object({
     .url()
     .default('https://api.binance.com')
     .describe('Base URL of the Binance spot API (ticker prices; klines for `backfill --source`).'),
+  BINANCE_ARCHIVE_URL: z
+    .url()
+    .default('https://data.binance.vision')
+    .describe(
+      "Base URL of Binance's public kline archives (`backfill --source binance-archive`: data/spot/monthly|daily/klines/… zips with their .CHECKSUM).",
+    ),
   KRAKEN_API_URL: z
     .url()
     .default('https://api.kraken.com')
@@ -361,7 +372,9 @@ export const configSchema = z.object({
     .int()
     .min(0)
     .default(2000)
-    .describe('How long the API reuses a snapshot of current prices (ms).'),
+    .describe(
+      'How long the API reuses a snapshot of current prices while it cannot hear changes (ms); while it hears them, until the next change (at most a minute). 0: never reused.',
+    ),
   DATABASE_STATEMENT_TIMEOUT_MS: positiveInt
     .default(30_000)
     .describe(
@@ -492,15 +505,6 @@ export function withDefaultUser(url: string): string {
   if (parsed.username) return url;
   parsed.username = process.env.PGUSER ?? userInfo().username;
   return parsed.toString();
-}
-
-export class ConfigError extends Error {
-  readonly problems: string[];
-  constructor(problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
-    this.problems = problems;
-  }
 }
 
 /** Parses the environment; empty strings count as unset so `FOO=` falls back to the default. */

@@ -105,13 +105,10 @@ describe.each(MODES)('24-hour statistics, %s mode', (mode) => {
   });
 
   test('the cache computes once per harvest instant', async () => {
-    const cache = new DayStatsCache();
-    const first = await cache.get(1000, runtime.pool);
-    expect(await cache.get(1000, runtime.pool)).toBe(first);
-    const [a, b] = await Promise.all([
-      cache.get(2000, runtime.pool),
-      cache.get(2000, runtime.pool),
-    ]);
+    const cache = new DayStatsCache(runtime.pool);
+    const first = await cache.get(1000);
+    expect(await cache.get(1000)).toBe(first);
+    const [a, b] = await Promise.all([cache.get(2000), cache.get(2000)]);
     expect(a).toBe(b);
     expect(a).not.toBe(first);
     expect(a.get('BTC')).toEqual(first.get('BTC'));

@@ -150,11 +150,16 @@ describeReplica('reads from a physical streaming replica', () => {
     await onReplica('SELECT pg_wal_replay_pause()');
     try {
       // A price only the primary has.
-      await setSnapshot(primary.runtime.pool, CODE, 61_234, new Date());
+      const late = { code: CODE, time: new Date(Date.now() - 30 * 60_000), open: 61_234 };
+      await insertCandles(primary.runtime.pool, [late]);
+      candles = [...candles, late];
       await eventually(async () => !(await inUse()), 60_000, 'the replica to be left aside');
-      const snapshot = await get(server.url, '/data/currency/all');
-      expect(snapshot.status).toBe(200);
-      expect(snapshot.body.currencies[0]).toMatchObject({ currencyCode: CODE, value: 61_234 });
+      const history = await get(
+        server.url,
+        `/data/currency/history/${CODE}?hours=72&intervalSeconds=3600`,
+      );
+      expect(history.status).toBe(200);
+      expect(history.body.at(-1)).toMatchObject({ value: 61_234 });
       const health = await getJson(`${server.url}/health/ready`);
       const [state] = health.body.details.replicas.replicas;
       expect(state).toMatchObject({ reachable: true, inUse: false });

@@ -3,15 +3,17 @@ import { abandonmentSignal } from '../abandonment.ts';
 import { replicaFallbacks, routedReads } from '../metrics.ts';
 import type { ReplicaMonitor, ReplicaStatus } from './replicaMonitor.ts';
 
-// Where the replica-eligible reads go: history, candles, export, the snapshot and the signal
-// read-backs. One read (a request's statements, from plan to rows) runs on one server, so that
-// everything it keeps (history runs keyed by the revision it read) describes that server's state;
-// a usable replica is taken in turn, the primary's read pool otherwise. A replica that fails a
-// read the way an unreachable server does is left aside and the primary answers the same read.
+// Where the replica-eligible reads go: history, candles, export and the signal read-backs. One
+// read (a request's statements, from plan to rows) runs on one server, so that everything it
+// keeps (history runs keyed by the revision it read) describes that server's state; a usable
+// replica is taken in turn, the primary's pools otherwise. The snapshot is not among them: it is
+// built once per change heard, on the primary, where that change is surely committed. A replica
+// that fails a read the way an unreachable server does is left aside and the primary answers the
+// same read.
 
 /** The two pools of one server, as the primary has them (see Runtime). */
 export interface ServerPools {
-  /** Quick reads: the snapshot, the signal read-backs. */
+  /** Quick reads: the signal read-backs. */
   pool: DatabasePool;
   /** Expensive reads: history, candles, export (behind the admission gates). */
   readPool: DatabasePool;
@@ -115,7 +117,7 @@ export class ReadRouter {
   }
 
   /**
-   * Runs a quick read (the snapshot, the signal read-backs) the same way, on a replica's or the
+   * Runs a quick read (the signal read-backs) the same way, on a replica's or the
    * primary's main pool: expensive reads never hold its connections.
    */
   quick<T>(read: (db: DatabasePool) => Promise<T>): Promise<T> {
