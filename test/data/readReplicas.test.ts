@@ -151,7 +151,11 @@ describeReplica('reads from a physical streaming replica', () => {
     try {
       // A price only the primary has.
       const late = { code: CODE, time: new Date(Date.now() - 30 * 60_000), open: 61_234 };
-      await insertCandles(primary.runtime.pool, [late]);
+      // Marked as every writer marks a write below the rollups' watermarks.
+      await primary.runtime.pool.transaction(async (tx) => {
+        await insertCandles(tx, [late]);
+        await markTouchedRanges(tx, [{ code: CODE, from: late.time, to: late.time }]);
+      });
       candles = [...candles, late];
       await eventually(async () => !(await inUse()), 60_000, 'the replica to be left aside');
       const history = await get(
