@@ -336,7 +336,9 @@ export const configSchema = z.object({
     .int()
     .min(0)
     .default(2000)
-    .describe('How long the API reuses a snapshot of current prices (ms).'),
+    .describe(
+      'How long the API reuses a snapshot of current prices while it cannot hear changes (ms); while it hears them, until the next change (at most a minute). 0: never reused.',
+    ),
   DATABASE_STATEMENT_TIMEOUT_MS: positiveInt
     .default(30_000)
     .describe(
