@@ -2,14 +2,20 @@
 // `platform start --role all` child process: FLOOD_CLIENTS (default 200) concurrent anonymous
 // clients ask the public /api/currency/history/BTC for two years of minute prices at varying
 // intervalSeconds (slow, uncacheable answers), each giving up after FLOOD_CLIENT_TIMEOUT_MS
-// (default 3000), for FLOOD_SECONDS (default 20). Meanwhile one client signs in again and again,
-// one reads the snapshots (API and data module) and one polls /health/ready on both services.
-// Printed beside the goal: sign-in p99 < 1 s, snapshot p99 < 200 ms, readiness 200 throughout,
+// (default 3000) and firing again at once, for FLOOD_SECONDS (default 20). The flood runs in a
+// child process of its own (floodClients.ts; FLOOD_CLIENTS_PROCESS=same runs it in this one).
+// Meanwhile, from this process, one client signs in again and again, one reads the snapshots (API
+// and data module) and one polls /health/ready on both services. FLOOD_PLATFORM_NODE_ARGS passes
+// options to the platform's node (e.g. --cpu-prof). Printed with the platform's CPU time per
+// flood request and the load average, beside the goal: sign-in p99 < 1 s, snapshot p99 < 200 ms, readiness 200 throughout,
 // every shed answer 429/503 with Retry-After within 100 ms, zero 500s, and no abandoned SQL
 // running 2 s after the flood's requests ended (pg_stat_activity).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { loadavg } from 'node:os';
+import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -21,11 +27,15 @@ import { withDefaultUser } from '../../src/shared/config.ts';
 import { migrate } from '../../src/shared/db/migrate.ts';
 import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import { createLogger } from '../../src/shared/logger.ts';
+import { runFloodClients, type FloodOptions, type FloodTally } from './floodClients.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CLIENTS = Number(process.env.FLOOD_CLIENTS ?? 200);
 const SECONDS = Number(process.env.FLOOD_SECONDS ?? 20);
 const CLIENT_TIMEOUT_MS = Number(process.env.FLOOD_CLIENT_TIMEOUT_MS ?? 3000);
+// USER_HZ: 100 on every Linux build Node supports.
+const CLOCK_TICKS_PER_SECOND = 100;
+const CLIENTS_PROCESS = process.env.FLOOD_CLIENTS_PROCESS === 'same' ? 'same' : 'separate';
 const server = new URL(
   withDefaultUser(process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres'),
 );
@@ -60,6 +70,55 @@ async function prepareDatabase() {
          LATERAL (SELECT 50000 + 1000 * sin(extract(epoch FROM t) / 3600) AS p) AS price`);
   const { token } = await createToken(pool, 'bench-flood', ['read']);
   return { pool, token };
+}
+
+/**
+ * The attacker's clients, by default in a child process of their own (FLOOD_CLIENTS_PROCESS=same
+ * runs them inside this process, on the event loop that also times the sign-ins and snapshots).
+ */
+function startFlood(options: FloodOptions): { started: Promise<void>; tally: Promise<FloodTally> } {
+  if (CLIENTS_PROCESS === 'same') {
+    return { started: Promise.resolve(), tally: runFloodClients(options) };
+  }
+  const child = spawn(process.execPath, [join(root, 'bench', 'load', 'floodClients.ts')], {
+    env: {
+      ...process.env,
+      FLOOD_API_URL: options.apiUrl,
+      FLOOD_CLIENTS: String(options.clients),
+      FLOOD_SECONDS: String(options.seconds),
+      FLOOD_CLIENT_TIMEOUT_MS: String(options.timeoutMs),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const output = (async () => {
+    const read: string[] = [];
+    for await (const line of lines) read.push(line);
+    return read;
+  })();
+  let onStarted = () => {};
+  const started = new Promise<void>((resolve) => (onStarted = resolve));
+  lines.once('line', () => onStarted());
+  const tally = (async () => {
+    const [code] = (await once(child, 'exit')) as [number | null];
+    const read = await output;
+    onStarted();
+    if (code !== 0 || read.length < 2) throw new Error(`flood clients exited with ${code}`);
+    return JSON.parse(read.at(-1)!) as FloodTally;
+  })();
+  return { started, tally };
+}
+
+/** CPU time (user + system, all threads) a process has used so far, from /proc (Linux). */
+function cpuSecondsOf(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return NaN;
+  }
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -103,7 +162,13 @@ export async function runFlood() {
   const [apiPort, dataPort, opsPort] = [await freePort(), await freePort(), await freePort()];
   const platform = spawn(
     join(root, 'node_modules', '.bin', 'node'),
-    [join(root, 'bin', 'platform.mjs'), 'start', '--role', 'all'],
+    [
+      ...(process.env.FLOOD_PLATFORM_NODE_ARGS ?? '').split(' ').filter(Boolean),
+      join(root, 'bin', 'platform.mjs'),
+      'start',
+      '--role',
+      'all',
+    ],
     {
       env: {
         ...process.env,
@@ -133,42 +198,16 @@ export async function runFlood() {
     });
     if (signup.status !== 200) throw new Error(`sign-up failed: ${signup.status}`);
 
+    const flood = startFlood({
+      apiUrl: api,
+      clients: CLIENTS,
+      seconds: SECONDS,
+      timeoutMs: CLIENT_TIMEOUT_MS,
+    });
+    await flood.started;
+    const cpuBefore = cpuSecondsOf(platform.pid);
     const ends = Date.now() + SECONDS * 1000;
     const running = () => Date.now() < ends;
-    const flood = {
-      statuses: new Map<number | string, number>(),
-      shed: [] as number[],
-      shedWithoutRetryAfter: 0,
-      answered: [] as number[],
-    };
-    const inFlight = new Set<AbortController>();
-    let interval = 1300;
-    const floodClient = async () => {
-      while (running()) {
-        // Varying intervals: every answer is computed, none comes from a cache.
-        interval = interval >= 4000 ? 1300 : interval + 1;
-        const url = `${api}/api/currency/history/BTC?hours=17520&intervalSeconds=${interval}`;
-        const controller = new AbortController();
-        inFlight.add(controller);
-        const timer = setTimeout(() => controller.abort(), CLIENT_TIMEOUT_MS);
-        const started = performance.now();
-        try {
-          const response = await fetch(url, { signal: controller.signal });
-          await response.arrayBuffer();
-          const ms = performance.now() - started;
-          flood.statuses.set(response.status, (flood.statuses.get(response.status) ?? 0) + 1);
-          if (response.status === 429 || response.status === 503) {
-            flood.shed.push(ms);
-            if (!response.headers.get('retry-after')) flood.shedWithoutRetryAfter++;
-          } else if (response.status < 300) flood.answered.push(ms);
-        } catch {
-          flood.statuses.set('gave up', (flood.statuses.get('gave up') ?? 0) + 1);
-        } finally {
-          clearTimeout(timer);
-          inFlight.delete(controller);
-        }
-      }
-    };
     const signIns: number[] = [];
     const signInStatuses = new Map<number, number>();
     const signInClient = async () => {
@@ -212,14 +251,15 @@ export async function runFlood() {
       }
     };
 
-    await Promise.all([
-      ...Array.from({ length: CLIENTS }, floodClient),
+    const [tally] = await Promise.all([
+      flood.tally,
       signInClient(),
       snapshotClient(),
       readinessClient(),
     ]);
-    for (const controller of inFlight) controller.abort();
-    const ended = Date.now();
+    const ended = tally.endedAt;
+    const platformCpu = cpuSecondsOf(platform.pid) - cpuBefore;
+    const floodRequests = Object.values(tally.statuses).reduce((a, b) => a + b, 0);
     await sleep(Math.max(0, ended + 2000 - Date.now()));
     const abandoned = await pool.any(sql.unsafe`
       SELECT left(query, 80) AS query, now() - query_start AS running_for
@@ -229,11 +269,14 @@ export async function runFlood() {
 
     const countsOf = (m: Map<number | string, number>) =>
       [...m].map(([status, n]) => `${status}: ${n}`).join(', ');
-    const s500 = [...flood.statuses, ...signInStatuses, ...snapshotStatuses]
+    const floodStatuses = new Map<number | string, number>(
+      Object.entries(tally.statuses).map(([status, n]) => [Number(status) || status, n]),
+    );
+    const s500 = [...floodStatuses, ...signInStatuses, ...snapshotStatuses]
       .filter(([status]) => typeof status === 'number' && status >= 500 && status !== 503)
       .reduce((sum, [, n]) => sum + n, 0);
-    const shed = summary(flood.shed);
-    const shedFast = flood.shed.filter((ms) => ms <= 100).length;
+    const shed = summary(tally.shed);
+    const shedFast = tally.shed.filter((ms) => ms <= 100).length;
     const signIn = summary(signIns);
     const apiSnap = summary(apiSnapshots);
     const dataSnap = summary(dataSnapshots);
@@ -267,7 +310,7 @@ export async function runFlood() {
       ],
       [
         'shed answers (429/503)',
-        `${shed.n}; p50 ${shed.p50} ms, p99 ${shed.p99} ms, max ${shed.max} ms; ${shedFast} within 100 ms; ${flood.shedWithoutRetryAfter} without Retry-After`,
+        `${shed.n}; p50 ${shed.p50} ms, p99 ${shed.p99} ms, max ${shed.max} ms; ${shedFast} within 100 ms; ${tally.shedWithoutRetryAfter} without Retry-After`,
         'all within 100 ms, all with Retry-After',
       ],
       ['500s (any route)', String(s500), '0'],
@@ -275,8 +318,14 @@ export async function runFlood() {
     ];
     console.log(
       `\n${CLIENTS} anonymous clients for ${SECONDS} s (each gives up after ${CLIENT_TIMEOUT_MS} ms), ` +
-        `against platform start --role all\nflood answers: ${countsOf(flood.statuses)}; ` +
-        `answered 2xx p50 ${summary(flood.answered).p50} ms\n`,
+        `against platform start --role all\nflood answers: ${countsOf(floodStatuses)}; ` +
+        `answered 2xx p50 ${summary(tally.answered).p50} ms\n` +
+        `platform CPU during the flood: ${platformCpu.toFixed(1)} s ` +
+        `(${Math.round((platformCpu / SECONDS) * 100)} % of one core), ` +
+        `${Math.round((platformCpu * 1e6) / floodRequests)} µs per flood request; ` +
+        `load average ${loadavg()
+          .map((l) => l.toFixed(1))
+          .join(', ')}\n`,
     );
     console.log('| measure | this run | goal |');
     console.log('|---|---|---|');

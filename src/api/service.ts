@@ -88,7 +88,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     data,
     onHoldingsChanged: (userId) => live.holdingsChanged(userId),
   });
-  const limitHistory = historyRateLimit(config);
+  const { limitHistory, anonymousOverLimit } = historyRateLimit(config);
   registerHistoryRoutes(registry, {
     pool: runtime.pool,
     data,
@@ -99,6 +99,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     data,
     maxPoints: config.HISTORY_MAX_POINTS,
     limitRate: limitHistory,
+    anonymousOverLimit,
   });
   if (profile !== 'docs') registerCurrencyRoutes(registry, data);
   registerNewsSentimentForward(registry, { data, trustedNetworks: config.DATA_TRUSTED_NETWORKS });

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../shared/config.ts';
+import { ConfigError } from '../shared/configError.ts';
 import { ValidationError } from '../shared/errors.ts';
 import { printable, printableLines } from '../shared/printable.ts';
 import { registerBackfillCommand } from './commands/backfill.ts';

@@ -3,7 +3,8 @@ import type { DatabasePool } from 'slonik';
 import { ForbiddenError, UnauthorizedError } from '../shared/errors.ts';
 import { networkMatcher, plainAddress } from '../shared/http/clientAddress.ts';
 import type { HeaderSpec } from '../shared/http/routes.ts';
-import { verifyToken, type Scope } from './tokens/tokenStore.ts';
+import type { Scope } from './tokens/tokenRules.ts';
+import { verifyToken } from './tokens/tokenStore.ts';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="data"' };
 

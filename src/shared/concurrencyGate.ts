@@ -14,6 +14,8 @@ export interface ConcurrencyGateOptions {
   busyMessage?: string | ((reason: GateRefusal) => string);
   /** Told the running and waiting counts after every change (a gauge). */
   onChange?: (running: number, waiting: number) => void;
+  /** Told every refusal and its reason (a counter). */
+  onRefused?: (reason: GateRefusal) => void;
 }
 
 export interface AcquireOptions {
@@ -119,6 +121,7 @@ export class ConcurrencyGate {
   }
 
   private refuse(reason: GateRefusal): OverloadedError {
+    this.options.onRefused?.(reason);
     const { busyMessage = 'Too busy; try again shortly', retryAfterSeconds = 1 } = this.options;
     return new OverloadedError(
       retryAfterSeconds,

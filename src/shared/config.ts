@@ -2,6 +2,10 @@ import { userInfo } from 'node:os';
 import { z } from 'zod';
 import { DEFAULT_MAX_FUTURE_SECONDS } from '../data/ingest/candleValidation.ts';
 import { isKnownTimeZone } from './time/timeZones.ts';
+import { ConfigError } from './configError.ts';
+
+// Kept here for its callers; it lives apart so that the CLI can tell it without loading the schema.
+export { ConfigError };
 
 // The whole platform's configuration, parsed once at start-up from the environment (and a few CLI
 // flags). Every variable is optional; bad values stop start-up with one message listing them all.
@@ -463,15 +467,6 @@ export function withDefaultUser(url: string): string {
   if (parsed.username) return url;
   parsed.username = process.env.PGUSER ?? userInfo().username;
   return parsed.toString();
-}
-
-export class ConfigError extends Error {
-  readonly problems: string[];
-  constructor(problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
-    this.problems = problems;
-  }
 }
 
 /** Parses the environment; empty strings count as unset so `FOO=` falls back to the default. */

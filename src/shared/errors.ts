@@ -76,10 +76,15 @@ export class UnprocessableError extends AppError {
   }
 }
 
+/** The Retry-After value of a refusal: whole seconds, at least 1. */
+export function retryAfterValue(seconds: number): string {
+  return String(Math.max(1, Math.ceil(seconds)));
+}
+
 export class RateLimitedError extends AppError {
   constructor(retryAfterSeconds: number, message = 'Too many requests') {
     super(429, 'rate_limited', message, {
-      headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+      headers: { 'Retry-After': retryAfterValue(retryAfterSeconds) },
     });
   }
 }
@@ -94,7 +99,7 @@ export class DependencyUnavailableError extends AppError {
 export class OverloadedError extends AppError {
   constructor(retryAfterSeconds: number, message: string) {
     super(503, 'overloaded', message, {
-      headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+      headers: { 'Retry-After': retryAfterValue(retryAfterSeconds) },
     });
   }
 }

@@ -21,6 +21,18 @@ export const httpActiveRequests = new Gauge({
   registers: [metricsRegistry],
 });
 
+/**
+ * Requests admission control refused instead of doing their work (src/shared/http/admission.ts):
+ * by route group (the limit's name) and reason: `rate_limited` (429, a client over its rate),
+ * `queue_full`, `waited_too_long`, `client_gone` (503, a concurrency limit and its queue).
+ */
+export const httpRequestsShed = new Counter({
+  name: 'http_requests_shed_total',
+  help: 'Requests refused by admission control, by route group and reason (rate_limited: 429; queue_full, waited_too_long, client_gone: 503).',
+  labelNames: ['route_group', 'reason'] as const,
+  registers: [metricsRegistry],
+});
+
 /** Creates a metric once per process; later calls (a second app in the same process) reuse it. */
 export function counter<L extends string>(name: string, help: string, labelNames: readonly L[]) {
   return (

@@ -1,3 +1,7 @@
+/** The process roles the platform can run (`platform start --role`), in the order `all` starts them. */
+export const PROCESS_ROLES = ['data', 'api', 'worker'] as const;
+export type ProcessRole = (typeof PROCESS_ROLES)[number];
+
 /** A running process role (data module, API, worker) as the start command manages it. */
 export interface RoleHandle {
   name: string;

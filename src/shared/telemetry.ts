@@ -1,5 +1,4 @@
 import { register } from 'node:module';
-import { ConfigError, loadConfig } from './config.ts';
 
 // OpenTelemetry tracing, started before anything else is imported (bin/platform.mjs calls
 // startTelemetry() first; `node --import ./src/shared/telemetry.ts` works too). Only when
@@ -21,6 +20,10 @@ export async function startTelemetry(
   env: Record<string, string | undefined> = process.env,
 ): Promise<boolean> {
   if (sdk) return true;
+  // Unset (or empty, which the configuration reads as unset): no tracing, and no configuration
+  // schema loaded before the command needs it (a `--help` never does).
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT) return false;
+  const { ConfigError, loadConfig } = await import('./config.ts');
   let endpoint: string | undefined;
   let serviceName: string;
   try {

@@ -3,6 +3,7 @@ import type { WorkerEvents } from 'graphile-worker';
 import pg from 'pg';
 import type { Logger } from '../shared/logger.ts';
 import { counter } from '../shared/metrics.ts';
+import { SESSION_OPTIONS } from '../shared/db/sessionSettings.ts';
 
 // graphile-worker (open-source edition) has no heartbeat: a job whose worker died (SIGKILL, power
 // loss) stays locked for 4 hours before another worker may take it. Each worker process therefore
@@ -64,6 +65,7 @@ export async function startWorkerPresence(options: WorkerPresenceOptions): Promi
       connectionString: options.connectionString,
       application_name: PRESENCE_APPLICATION_NAME,
       keepAlive: true,
+      options: SESSION_OPTIONS,
       connectionTimeoutMillis: 5000,
     });
     fresh.on('error', () => {});

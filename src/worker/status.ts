@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import type { Check } from '../cli/commands/doctor.ts';
+import type { Check } from '../shared/diagnostics.ts';
 import { TICKER_APPLICATION_PREFIX, TICKER_LOCK_CLASS } from './ticker.ts';
 
 const tickerRow = z.object({ name: z.string(), processes: z.number(), leaders: z.number() });

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Logger } from '../shared/logger.ts';
 import { counter, gauge } from '../shared/metrics.ts';
+import { SESSION_OPTIONS } from '../shared/db/sessionSettings.ts';
 
 // A sub-minute scheduler that runs once across many processes. Every process runs a ticker; the
 // tickers of one name compete for a PostgreSQL session advisory lock on a connection of their
@@ -82,6 +83,7 @@ export function startTicker(options: TickerOptions): Ticker {
       application_name: `${TICKER_APPLICATION_PREFIX}${options.name}`,
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
+      options: SESSION_OPTIONS,
       connectionTimeoutMillis: 5_000,
       // A heartbeat that hangs (a silent network) must fail, so a cut-off leader steps down.
       query_timeout: 10_000,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { httpRequestsShed } from '../../src/shared/metrics.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { startDataModule, type DataModuleHarness } from '../support/dataModule.ts';
 import { getJson } from '../support/http.ts';
@@ -29,6 +30,14 @@ function fire(urls: string[], token?: string) {
     ),
   );
   return { answers, abort: () => controller.abort(), settled: () => Promise.all(all) };
+}
+
+/** http_requests_shed_total for one route group and reason. */
+async function shedCount(group: string, reason: string): Promise<number> {
+  const { values } = await httpRequestsShed.get();
+  return (
+    values.find((v) => v.labels.route_group === group && v.labels.reason === reason)?.value ?? 0
+  );
 }
 
 function expectShed(answer: Answer) {
@@ -68,10 +77,11 @@ describe('concurrency gates of the data module', () => {
 
   test.each([
     ['history', 2, () => '/data/currency/history/BTC?hours=1&intervalSeconds=1'],
-    ['candles', 1, () => `/data/candles/BTC?${window()}&interval=1s`],
+    ['candle', 1, () => `/data/candles/BTC?${window()}&interval=1s`],
   ])(
     '%s: a full gate and queue shed at once with 503 + Retry-After, while health, snapshots and writes are served',
-    async (_name, limit, path) => {
+    async (group, limit, path) => {
+      const shedBefore = await shedCount(group, 'queue_full');
       const lock = await lockPrices(data.runtime.pgPool);
       const url = `${data.server.url}${path()}`;
       const admitted = fire(
@@ -92,6 +102,7 @@ describe('concurrency gates of the data module', () => {
         );
         await until(async () => burst!.answers.length >= 5, 60_000, 'the shed answers');
         for (const answer of burst.answers) expectShed(answer);
+        expect(await shedCount(group, 'queue_full')).toBe(shedBefore + burst.answers.length);
 
         // Bounded only so that a regression fails instead of hanging.
         const signal = AbortSignal.timeout(60_000);

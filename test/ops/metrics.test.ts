@@ -95,6 +95,7 @@ describe('HTTP metrics after real requests', () => {
     const declared = declaredMetrics((await scrape()).text);
     expect(Object.fromEntries(declared)).toMatchObject({
       http_server_request_duration_seconds: 'histogram',
+      http_requests_shed_total: 'counter',
       ingest_rows_inserted_total: 'counter',
       ingest_rows_duplicate_total: 'counter',
       ingest_rows_rejected_total: 'counter',

@@ -6,6 +6,7 @@ import {
 } from '../../data/prices/priceEvents.ts';
 import type { Logger } from '../../shared/logger.ts';
 import { counter } from '../../shared/metrics.ts';
+import { SESSION_OPTIONS } from '../../shared/db/sessionSettings.ts';
 
 /** application_name of the feed's connection (what `pg_stat_activity` shows). */
 export const PRICE_FEED_APPLICATION_NAME = 'api:price-feed';
@@ -72,6 +73,7 @@ export class PriceFeed {
       connectionString: this.options.databaseUrl,
       application_name: PRICE_FEED_APPLICATION_NAME,
       keepAlive: true,
+      options: SESSION_OPTIONS,
       connectionTimeoutMillis: 5_000,
     });
     this.client = client;

@@ -1,11 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { withExamples, withExitCodes } from '../help.ts';
-
-interface HealCommandOptions {
-  code?: string[];
-  hours: number;
-  json?: boolean;
-}
+import type { HealCommandOptions } from './healRun.ts';
 
 export function registerHealCommand(program: Command) {
   const heal = program
@@ -38,5 +33,3 @@ function parseHours(text: string): number {
     throw new InvalidArgumentError('a whole number of hours from 0 to 8784');
   return hours;
 }
-
-export type { HealCommandOptions };

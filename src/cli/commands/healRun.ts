@@ -5,7 +5,12 @@ import { healAll, observedCodes, type HealResult } from '../../data/ingest/heal/
 import { printable } from '../../shared/printable.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
-import type { HealCommandOptions } from './heal.ts';
+
+export interface HealCommandOptions {
+  code?: string[];
+  hours: number;
+  json?: boolean;
+}
 
 /** `platform heal`, loaded only when the command runs (keeps the CLI's start-up light). */
 export async function runHeal(options: HealCommandOptions, command: Command) {

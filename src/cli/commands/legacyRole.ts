@@ -1,22 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError, type Command } from 'commander';
-import { createLegacyRole, dropLegacyRole, LEGACY_ROLE_NAME } from '../../data/legacy/role.ts';
-import { createDatabasePool } from '../../shared/db/pool.ts';
-import { configFromCommand, printJson } from '../context.ts';
+import { LEGACY_ROLE_NAME } from '../../data/legacy/roleName.ts';
 import { withExamples, withExitCodes } from '../help.ts';
-
-async function withPool(
-  command: Command,
-  work: (pool: Awaited<ReturnType<typeof createDatabasePool>>) => Promise<void>,
-) {
-  const config = configFromCommand(command);
-  const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
-  try {
-    await work(pool);
-  } finally {
-    await pool.end();
-  }
-}
+import type { CreateRoleOptions } from './legacyRoleRun.ts';
 
 function parseRoleName(text: string): string {
   if (!LEGACY_ROLE_NAME.test(text)) {
@@ -59,18 +44,10 @@ export function registerLegacyRoleCommands(program: Command) {
   withExitCodes(create, {
     ok: 'created',
     failure: 'a role with that name exists, or the database failed',
-  }).action(
-    async (name: string, options: { password?: string; json?: boolean }, command: Command) => {
-      const password = options.password ?? randomBytes(18).toString('base64url');
-      await withPool(command, (pool) => createLegacyRole(pool, name, password));
-      if (options.json) return printJson({ name, password });
-      process.stdout.write(
-        options.password
-          ? `created role ${name} (search_path=legacy, read-only)\n`
-          : `${password}\n(password of role ${name}; it will not be shown again)\n`,
-      );
-    },
-  );
+  }).action(async (name: string, options: CreateRoleOptions, command: Command) => {
+    const { runCreateLegacyRole } = await import('./legacyRoleRun.ts');
+    await runCreateLegacyRole(name, options, command);
+  });
 
   const drop = withExamples(
     legacy
@@ -84,8 +61,7 @@ export function registerLegacyRoleCommands(program: Command) {
     ok: 'dropped',
     failure: 'no such role, not a legacy role, or the database failed',
   }).action(async (name: string, options: { json?: boolean }, command: Command) => {
-    await withPool(command, (pool) => dropLegacyRole(pool, name));
-    if (options.json) return printJson({ dropped: name });
-    process.stdout.write(`dropped role ${name}\n`);
+    const { runDropLegacyRole } = await import('./legacyRoleRun.ts');
+    await runDropLegacyRole(name, options, command);
   });
 }

@@ -1,8 +1,4 @@
 import type { Command } from 'commander';
-import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
-import { migrate } from '../../shared/db/migrate.ts';
-import { createLogger, redactDsn } from '../../shared/logger.ts';
-import { configFromCommand, printJson } from '../context.ts';
 import { withExamples, withExitCodes } from '../help.ts';
 
 export function registerMigrateCommand(program: Command) {
@@ -23,17 +19,7 @@ export function registerMigrateCommand(program: Command) {
     ok: 'the database is up to date (created and migrated as needed)',
     failure: 'the database is unreachable, cannot be created, or a migration failed',
   }).action(async (options: { json?: boolean }, command: Command) => {
-    const config = configFromCommand(command);
-    const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
-    const database = await ensureDatabase(config.DATABASE_URL);
-    const { applied } = await migrate(config.DATABASE_URL, logger);
-    if (options.json) return printJson({ database, applied });
-    if (database === 'created')
-      process.stdout.write(`created database ${redactDsn(config.DATABASE_URL)}\n`);
-    process.stdout.write(
-      applied.length
-        ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n`
-        : 'database is up to date\n',
-    );
+    const { runMigrate } = await import('./migrateRun.ts');
+    await runMigrate(options, command);
   });
 }

@@ -1,29 +1,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { createDatabasePool } from '../../shared/db/pool.ts';
-import {
-  createToken,
-  listTokens,
-  revokeToken,
-  SCOPES,
-  TOKEN_NAME,
-  type Scope,
-} from '../../data/tokens/tokenStore.ts';
-import { printable } from '../../shared/printable.ts';
-import { configFromCommand, printJson } from '../context.ts';
+import { SCOPES, TOKEN_NAME } from '../../data/tokens/tokenRules.ts';
 import { withExamples, withExitCodes } from '../help.ts';
-
-async function withPool<T>(
-  command: Command,
-  work: (pool: Awaited<ReturnType<typeof createDatabasePool>>) => Promise<T>,
-) {
-  const config = configFromCommand(command);
-  const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
-  try {
-    return await work(pool);
-  } finally {
-    await pool.end();
-  }
-}
+import type { CreateTokenOptions } from './tokenRun.ts';
 
 export function registerTokenCommands(program: Command) {
   const token = withExamples(
@@ -66,20 +44,9 @@ export function registerTokenCommands(program: Command) {
   withExitCodes(create, {
     ok: 'created; the token is printed',
     failure: 'an active token already has that name, or the database failed',
-  }).action(async (options: { name: string; scope: Scope[]; json?: boolean }, command: Command) => {
-    const created = await withPool(command, (pool) =>
-      createToken(pool, options.name, options.scope),
-    );
-    if (options.json)
-      return printJson({
-        name: created.info.name,
-        scopes: created.info.scopes,
-        token: created.token,
-      });
-    process.stdout.write(
-      `${created.token}\n` +
-        `(token '${printable(created.info.name)}' with scopes ${created.info.scopes.join(', ')}; it will not be shown again)\n`,
-    );
+  }).action(async (options: CreateTokenOptions, command: Command) => {
+    const { runCreateToken } = await import('./tokenRun.ts');
+    await runCreateToken(options, command);
   });
 
   const list = withExamples(
@@ -93,15 +60,8 @@ export function registerTokenCommands(program: Command) {
     ok: 'listed (also when there is none)',
     failure: 'the database failed',
   }).action(async (options: { json?: boolean }, command: Command) => {
-    const tokens = await withPool(command, (pool) => listTokens(pool));
-    if (options.json) return printJson(tokens);
-    if (tokens.length === 0) return void process.stdout.write('no active tokens\n');
-    for (const t of tokens) {
-      process.stdout.write(
-        `${printable(t.name).padEnd(24)} ${t.scopes.join(',').padEnd(12)} created ${t.createdAt.toISOString()}` +
-          `  last used ${t.lastUsedAt?.toISOString() ?? 'never'}\n`,
-      );
-    }
+    const { runListTokens } = await import('./tokenRun.ts');
+    await runListTokens(options, command);
   });
 
   const revoke = withExamples(
@@ -116,9 +76,8 @@ export function registerTokenCommands(program: Command) {
     ok: 'revoked',
     failure: 'no active token has that name, or the database failed',
   }).action(async (name: string, options: { json?: boolean }, command: Command) => {
-    await withPool(command, (pool) => revokeToken(pool, name));
-    if (options.json) return printJson({ revoked: name });
-    process.stdout.write(`revoked token '${printable(name)}'\n`);
+    const { runRevokeToken } = await import('./tokenRun.ts');
+    await runRevokeToken(name, options, command);
   });
 }
 

@@ -1,17 +1,7 @@
 import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
-import type { z } from 'zod';
 import { ValidationError } from '../../shared/errors.ts';
 import { utcOriginMs } from '../../shared/time/bucketGrid.ts';
-import {
-  answerRows,
-  candleQuery,
-  fromWire,
-  numberedRunsQuery,
-  passesThrough,
-  runsJsonQuery,
-  type candleWireRow,
-  type CandleRow,
-} from './answerSql.ts';
+import { answerRows, numberedRunsQuery, passesThrough, runsJsonQuery } from './answerSql.ts';
 import {
   CANDLE_IS_EMPTY,
   CANDLE_ITEM,
@@ -25,8 +15,8 @@ import type { CandleRequest } from './request.ts';
 import type { RunCache } from './runCache.ts';
 import { batchRuns, clip, isCuttable, planRuns, RUN_BUCKETS, type Run } from './runs.ts';
 
-// A history request's answer, from plan to body: the JSON answers of the routes (run by run,
-// kept runs reused) and the row stream of the export.
+// A history request's JSON answer, from plan to body, as the routes send it (run by run, kept
+// runs reused); the export's row stream is candleStream.ts.
 
 /** A whole answer as the JSON text of a response body, in pieces to write one after another. */
 export interface JsonAnswer {
@@ -205,42 +195,8 @@ function sortedGrouping<T>(
   });
 }
 
-/**
- * Streams the same answer as queryCandlesJson row by row through a cursor, so memory stays flat
- * whatever the window. The transaction raises the statement timeout for this query only: a
- * cursor read by a slow client may legitimately stay open for minutes, but a runaway export
- * (centuries at one-second buckets) must still end.
- */
-export async function streamCandles(
-  pool: DatabasePool,
-  request: CandleRequest,
-  consume: (rows: AsyncIterable<CandleRow>) => Promise<void>,
-  options: QueryOptions = {},
-): Promise<void> {
-  const { segments, seeds } = await planRequest(pool, request, options);
-  let consumed: Promise<void> = Promise.resolve();
-  await withZoneErrors(request, () =>
-    pool.transaction(async (tx) => {
-      await tx.query(sql.unsafe`SET LOCAL statement_timeout = '15min'`);
-      await tx.query(sql.unsafe`SET LOCAL enable_hashagg = off`);
-      await tx.stream(candleQuery(request, segments, seeds), (stream) => {
-        consumed = consume(rowsOf(stream));
-        consumed.catch((error: unknown) => stream.destroy(error as Error));
-      });
-    }),
-  );
-  // The cursor is closed once the last row is buffered; the consumer may still be writing.
-  await consumed;
-}
-
-async function* rowsOf(
-  stream: AsyncIterable<{ data: z.infer<typeof candleWireRow> }>,
-): AsyncIterable<CandleRow> {
-  for await (const item of stream) yield fromWire(item.data);
-}
-
 /** PostgreSQL's and the runtime's zone lists can differ; a zone only the runtime knows is a 400. */
-async function withZoneErrors<T>(request: CandleRequest, run: () => Promise<T>): Promise<T> {
+export async function withZoneErrors<T>(request: CandleRequest, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {

@@ -1,4 +1,8 @@
 import pg from 'pg';
+import { SESSION_OPTIONS } from '../../shared/db/sessionSettings.ts';
+
+/** application_name of a load's dedicated connection (what `pg_stat_activity` shows). */
+export const INGEST_APPLICATION_NAME = 'platform-ingest';
 
 export interface Connection {
   client: pg.ClientBase;
@@ -15,7 +19,12 @@ export type Connect = () => Promise<Connection>;
  */
 export function dedicatedConnection(url: string): Connect {
   return async () => {
-    const client = new pg.Client({ connectionString: url, application_name: 'platform-ingest' });
+    const client = new pg.Client({
+      connectionString: url,
+      application_name: INGEST_APPLICATION_NAME,
+      // A load killed mid-statement (SIGKILL in its merge) must not leave that statement running.
+      options: SESSION_OPTIONS,
+    });
     client.on('error', () => {});
     await client.connect();
     return { client, release: () => client.end().catch(() => {}) };

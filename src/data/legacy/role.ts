@@ -8,9 +8,6 @@ import { ConflictError, NotFoundError } from '../../shared/errors.ts';
 // the platform's database. The password goes to the server as a SCRAM-SHA-256 verifier, so the
 // clear text never appears in a statement (nor in a server log of statements).
 
-/** Role names: plain lower-case identifiers, so they need no quoting in connection strings. */
-export const LEGACY_ROLE_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-
 /** The relations the role may read: what the client's SQL names. */
 const READABLE = ['currencies', 'market_snapshots', 'predictions'];
 

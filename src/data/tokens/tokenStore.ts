@@ -2,14 +2,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql, UniqueIntegrityConstraintViolationError, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { ConflictError, NotFoundError } from '../../shared/errors.ts';
-
-export const SCOPES = ['read', 'write'] as const;
-export type Scope = (typeof SCOPES)[number];
+import { SCOPES, type Scope } from './tokenRules.ts';
 
 const TOKEN_PREFIX = 'pdt_';
-
-/** What a token name may be; the table's CHECK constraint (sql/0004) says the same. */
-export const TOKEN_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 export const tokenInfoSchema = z.object({
   name: z.string(),

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
 import { runner } from 'node-pg-migrate';
 import type { Logger } from '../logger.ts';
+import { SESSION_OPTIONS } from './sessionSettings.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../sql', import.meta.url));
 export const MIGRATIONS_TABLE = 'schema_migrations';
@@ -28,7 +29,7 @@ export interface MigrationResult {
  * waits for the first and then finds nothing left to do.
  */
 export async function migrate(url: string, logger?: Logger): Promise<MigrationResult> {
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client({ connectionString: url, options: SESSION_OPTIONS });
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);

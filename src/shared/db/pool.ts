@@ -7,7 +7,6 @@ import {
   type DriverClient,
   type DriverFactory,
   SchemaValidationError,
-  sql,
   type DatabasePool,
   type DriverTypeParser,
   type Interceptor,
@@ -15,6 +14,7 @@ import {
 } from 'slonik';
 
 import { abandonmentSignal, RequestAbandonedError } from '../abandonment.ts';
+import { SESSION_OPTIONS, SESSION_SETTINGS } from './sessionSettings.ts';
 
 export type { DatabasePool };
 
@@ -41,16 +41,14 @@ const typeParsers: DriverTypeParser[] = [
 ];
 
 /**
- * Settings of every pooled session, applied once when it connects. The server checks during a
- * long query that its client is still there (a vanished client ends its query within seconds
- * instead of at the statement timeout) and probes idle peers with TCP keepalives.
+ * Applies the platform's session settings (sessionSettings.ts) once per pooled session, when it
+ * connects: Slonik's driver builds its connection from the URL alone, without startup options.
  */
-const SESSION_SETUP = sql.unsafe`
-  SELECT pg_backend_pid() AS pid,
-         set_config('client_connection_check_interval', '2s', false),
-         set_config('tcp_keepalives_idle', '30', false),
-         set_config('tcp_keepalives_interval', '10', false),
-         set_config('tcp_keepalives_count', '3', false)`;
+const SESSION_SETUP = `SELECT pg_backend_pid() AS pid, ${Object.entries(SESSION_SETTINGS)
+  .map(
+    ([name, value]) => `set_config(${pg.escapeLiteral(name)}, ${pg.escapeLiteral(value)}, false)`,
+  )
+  .join(', ')}`;
 
 /**
  * The pg driver with a client-side deadline on every query and cancellation of abandoned work.
@@ -114,7 +112,7 @@ function driverWithQueryDeadline(deadlineMs: number, canceller: BackendCanceller
 async function setUpSession(client: DriverClient): Promise<number> {
   client.acquire();
   try {
-    const result = await client.query(SESSION_SETUP.sql, []);
+    const result = await client.query(SESSION_SETUP, []);
     return Number(result.rows[0]!.pid);
   } finally {
     await client.release();
@@ -191,6 +189,7 @@ export function createPgPool(url: string, max = 4, connectionTimeoutMs = 5_000):
     max,
     connectionTimeoutMillis: connectionTimeoutMs,
     keepAlive: true,
+    options: SESSION_OPTIONS,
   });
   // A client losing its connection (database restart) must not crash the process: the pool
   // discards it and the next checkout reconnects.

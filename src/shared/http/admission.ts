@@ -1,7 +1,8 @@
 import type { Context, Next } from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { ConcurrencyGate } from '../concurrencyGate.ts';
+import { ConcurrencyGate, type GateRefusal } from '../concurrencyGate.ts';
 import { RateLimitedError } from '../errors.ts';
+import { httpRequestsShed } from '../metrics.ts';
 import { requestSignal } from './requestAbort.ts';
 
 // Admission control in front of expensive work: a burst is answered early (503 or 429 with
@@ -31,6 +32,7 @@ export function routeGate(name: string, options: GateOptions): RouteGate {
     maxWaiting: options.queueLength,
     retryAfterSeconds: 1,
     busyMessage: (reason) => `Too many ${name} requests at once (${reason}); retry shortly.`,
+    onRefused: (reason) => countShed(name, reason),
   });
   return async function admit(ctx: Context, next: Next) {
     const release = await gate.acquire({
@@ -44,39 +46,85 @@ export function routeGate(name: string, options: GateOptions): RouteGate {
   };
 }
 
+const SHED_REASONS: Record<GateRefusal, string> = {
+  'queue full': 'queue_full',
+  'waited too long': 'waited_too_long',
+  'client gone': 'client_gone',
+};
+
+function countShed(group: string, reason: GateRefusal | 'rate limited'): void {
+  httpRequestsShed.inc({
+    route_group: group,
+    reason: reason === 'rate limited' ? 'rate_limited' : SHED_REASONS[reason],
+  });
+}
+
 export interface RateLimitOptions {
   /** Requests allowed per window and key; 0 turns the limit off. */
   points: number;
   windowSeconds: number;
   /** The client the request counts against. */
   key: (ctx: Context) => string;
+  /** The route group, in the refusal's message and the shed counter. */
   name: string;
 }
 
+/** Koa middleware counting a request against its client's rate (see `rateLimit`). */
+export interface RateLimit {
+  (ctx: Context, next: Next): Promise<void>;
+  /** The route group it limits (its `name`), as the shed counter labels it. */
+  readonly group: string;
+  /** The message of this limit's refusals. */
+  readonly refusalMessage: string;
+  /**
+   * Without counting a request: the milliseconds until `key` may make one again when it is over
+   * the limit now, else undefined (the answer the middleware would give, read ahead of it).
+   */
+  msUntilAllowed(key: string): Promise<number | undefined>;
+}
+
 /** Koa middleware: at most `points` requests per window per client, else 429 with Retry-After. */
-export function rateLimit(options: RateLimitOptions) {
+export function rateLimit(options: RateLimitOptions): RateLimit {
+  const refusalMessage = `Too many ${options.name} requests from this client; see Retry-After.`;
   if (options.points <= 0) {
-    return async (_ctx: Context, next: Next) => {
+    const unlimited = async (_ctx: Context, next: Next) => {
       await next();
     };
+    return withReading(unlimited, async () => undefined);
   }
   const limiter = new RateLimiterMemory({
     keyPrefix: options.name,
     points: options.points,
     duration: options.windowSeconds,
   });
-  return async function limitRate(ctx: Context, next: Next) {
+  async function limitRate(ctx: Context, next: Next) {
     try {
       await limiter.consume(options.key(ctx));
     } catch (rejection) {
       if (rejection instanceof RateLimiterRes) {
-        throw new RateLimitedError(
-          rejection.msBeforeNext / 1000,
-          `Too many ${options.name} requests from this client; see Retry-After.`,
-        );
+        countShed(options.name, 'rate limited');
+        throw new RateLimitedError(rejection.msBeforeNext / 1000, refusalMessage);
       }
       throw rejection;
     }
     await next();
-  };
+  }
+  // Past the limit, a consume only raises the count: the window ends when it would have, so a
+  // request refused on this reading is refused exactly as `limitRate` would refuse it.
+  async function msUntilAllowed(key: string): Promise<number | undefined> {
+    const state = await limiter.get(key);
+    return state && state.consumedPoints >= options.points ? state.msBeforeNext : undefined;
+  }
+  return withReading(limitRate, msUntilAllowed);
+
+  function withReading(
+    middleware: (ctx: Context, next: Next) => Promise<void>,
+    reading: RateLimit['msUntilAllowed'],
+  ): RateLimit {
+    return Object.defineProperties(middleware, {
+      group: { value: options.name },
+      refusalMessage: { value: refusalMessage },
+      msUntilAllowed: { value: reading },
+    }) as RateLimit;
+  }
 }

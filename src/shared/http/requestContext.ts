@@ -7,14 +7,19 @@ import { httpActiveRequests, httpRequestDuration } from '../metrics.ts';
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 const OPERATIONAL_PATH = /^\/(metrics|health\/(live|ready)|actuator\/health)$/;
 
+/** The caller's X-Request-Id when it is sane, else a new one. */
+export function requestIdOf(ctx: Context): string {
+  const incoming = ctx.get('x-request-id');
+  return REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
+}
+
 /**
  * Gives every request an id (the caller's X-Request-Id when it is sane), a child logger carrying
  * it, an access log line and a latency observation labelled with the route template.
  */
 export function requestContext(service: string, logger: Logger) {
   return async function trackRequest(ctx: Context, next: Next) {
-    const incoming = ctx.get('x-request-id');
-    const requestId = REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
+    const requestId = requestIdOf(ctx);
     ctx.set('X-Request-Id', requestId);
     ctx.state.requestId = requestId;
     trace.getActiveSpan()?.setAttribute('http.request.id', requestId);

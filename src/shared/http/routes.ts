@@ -9,6 +9,7 @@ import type {
 } from 'zod-openapi';
 import { runAbandonable } from '../abandonment.ts';
 import { requestSignal } from './requestAbort.ts';
+import type { EarlyRefusal, EarlyRefusalRoute } from './shedEarly.ts';
 import { UnsupportedMediaTypeError, ValidationError, type ErrorDetail } from '../errors.ts';
 
 // A route is declared once: its zod schemas validate requests at run time and describe the route
@@ -64,6 +65,11 @@ export interface RouteSpec<
   errors?: number[];
   /** Credentials the route needs; none (a public route) unless given. */
   security?: Array<Record<string, string[]>>;
+  /**
+   * The route's rate limit read at the top of the stack: a client already over it is refused
+   * there, before sessions, bodies and routing (see shared/http/shedEarly.ts).
+   */
+  shedEarly?: EarlyRefusal;
   /** Middleware run before validation (authentication, rate limits). */
   before?: Array<(ctx: Context, next: () => Promise<unknown>) => Promise<unknown>>;
   /**
@@ -203,6 +209,14 @@ function readHeaders(ctx: Context, schema: HeaderObject): Record<string, string 
   );
 }
 
+/** A regular expression source matching an OpenAPI path, each `{param}` one path segment. */
+function pathPattern(openApiPath: string): string {
+  return openApiPath
+    .split(/\{[^}]+\}/)
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('[^/]+');
+}
+
 function toRouterPath(openApiPath: string): string {
   return openApiPath.replace(/\{([^}]+)\}/g, ':$1');
 }
@@ -224,16 +238,29 @@ export class RouteRegistry {
   ) {
     this.routes.push(spec);
     if (spec.rawBody) {
-      const pattern = spec.path
-        .split(/\{[^}]+\}/)
-        .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-        .join('[^/]+');
       this.rawBodyRoutes.push({
         method: spec.method.toUpperCase(),
-        pattern: new RegExp(`^${pattern}/?$`),
+        pattern: new RegExp(`^${pathPattern(spec.path)}/?$`),
       });
     }
     return this;
+  }
+
+  /** The routes refusing early, each with the pattern the router matches it by. */
+  earlyRefusals(): EarlyRefusalRoute[] {
+    return this.routes.flatMap((spec) =>
+      spec.shedEarly
+        ? [
+            {
+              method: spec.method.toUpperCase(),
+              // As the router matches: any letter case, an optional trailing slash.
+              pattern: new RegExp(`^${pathPattern(spec.path)}/?$`, 'i'),
+              route: toRouterPath(spec.path),
+              refusal: spec.shedEarly,
+            },
+          ]
+        : [],
+    );
   }
 
   /** Whether the request goes to a route that reads its body stream itself. */

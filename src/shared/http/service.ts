@@ -12,6 +12,7 @@ import { requestAbort } from './requestAbort.ts';
 import { requestContext } from './requestContext.ts';
 import { requestDeadline } from './requestDeadline.ts';
 import type { RouteRegistry } from './routes.ts';
+import { shedEarly } from './shedEarly.ts';
 
 export interface HttpServiceOptions {
   name: string;
@@ -40,8 +41,8 @@ export interface HttpServiceOptions {
 }
 
 /**
- * The Koa stack every service shares: request ids and access logs, one error mapper, security
- * headers, body parsing with limits, health, metrics, OpenAPI and docs, then the service's routes.
+ * The Koa stack every service shares: security headers, early refusal of clients over a route's
+ * rate limit, request ids and access logs, one error mapper, body parsing with limits, health, metrics, OpenAPI and docs, then the service's routes.
  */
 export function createHttpService(options: HttpServiceOptions) {
   const trust = options.trustProxy ?? 0;
@@ -51,11 +52,14 @@ export function createHttpService(options: HttpServiceOptions) {
   const router = new Router();
 
   if (behindProxies) app.use(clientAddress(trust));
+  app.use(helmet());
+  // A client already over a route's rate limit is refused here, before the rest of the stack.
+  const earlyRefusals = options.routes.earlyRefusals();
+  if (earlyRefusals.length > 0) app.use(shedEarly(options.name, earlyRefusals));
   app.use(requestContext(options.name, options.logger));
   app.use(errorHandler(options.logger));
   app.use(requestAbort());
   if (options.requestTimeoutMs) app.use(requestDeadline(options.requestTimeoutMs));
-  app.use(helmet());
   const parseBody = koaBody({
     json: true,
     text: true,

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { NotFoundError } from '../../../shared/errors.ts';
 import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
+import type { EarlyRefusal } from '../../../shared/http/shedEarly.ts';
 import type { DataClient } from '../../dataClient.ts';
 import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { findCurrency } from '../../currencyKeys.ts';
@@ -26,6 +27,8 @@ export interface MarketRouteDeps {
   maxPoints: number;
   /** Per-client rate limit of history reads (anonymous callers strictest). */
   limitRate: Middleware;
+  /** The anonymous part of that limit, read before the rest of the stack. */
+  anonymousOverLimit: EarlyRefusal;
 }
 
 export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteDeps) {
@@ -76,6 +79,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       path: '/api/currency/history/{code}',
       operationId: 'currencyHistory',
       cancelWhenAbandoned: true,
+      shedEarly: deps.anonymousOverLimit,
       before: [deps.limitRate],
       summary: 'Price history of a currency at a chosen resolution',
       description:

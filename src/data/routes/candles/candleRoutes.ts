@@ -14,7 +14,8 @@ import {
   EXPORT_CONTENT_TYPES,
   ndjsonLines,
 } from '../../history/candleOutput.ts';
-import { queryCandlesJson, streamCandles } from '../../history/candleQuery.ts';
+import { queryCandlesJson } from '../../history/candleQuery.ts';
+import { streamCandles } from '../../history/candleStream.ts';
 import type { CandleRequest } from '../../history/request.ts';
 import { assertWithinPointCap, maxBuckets } from '../../../shared/time/bucketGrid.ts';
 import type { RunCache } from '../../history/runCache.ts';
@@ -92,8 +93,9 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
       cancelWhenAbandoned: true,
       summary: 'Stream candles as CSV or NDJSON, without the point cap',
       description:
-        `${ALIGNMENT} The same rows as /data/candles/{code}, streamed through a database cursor at ` +
-        'constant memory; `format=ndjson` gives one JSON object per line.',
+        `${ALIGNMENT} The same rows as /data/candles/{code}, streamed at constant memory: computed ` +
+        'slice after slice of buckets, so the first rows arrive at once whatever the window. ' +
+        '`format=ndjson` gives one JSON object per line.',
       tags: ['candles'],
       security: bearerSecurity('read'),
       before: [deps.requireScope('read'), deps.gates.export],
