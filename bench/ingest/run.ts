@@ -4,84 +4,23 @@
 //   (c) one INSERT per row, as a naive loader does (a 50k-row sample, extrapolated).
 // Prints rows/s, the ratios to the goals (a ≥ 0.9 × b, a ≥ 20 × c) and the peak RSS of (a).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { once } from 'node:events';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
-import { withDefaultUser } from '../../src/shared/config.ts';
-import { migrate } from '../../src/shared/db/migrate.ts';
+import {
+  CODES,
+  count,
+  dropDatabase,
+  freshDatabase,
+  generateCsv,
+  out,
+  root,
+  csvPathFor,
+} from './common.ts';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const out = join(root, 'bench', 'out');
-const CODES = ['BTC', 'ETH', 'SOL', 'XRP', 'ADA', 'DOGE', 'BNB', 'TRX', 'LINK', 'AVAX'];
 const ROWS = Number(process.env.BENCH_ROWS ?? 5_000_000);
 const NAIVE_SAMPLE = Number(process.env.BENCH_NAIVE_ROWS ?? 20_000);
-const server = new URL(
-  withDefaultUser(process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres'),
-);
-const dbUrl = (name: string) => Object.assign(new URL(server), { pathname: `/${name}` }).toString();
-const csvPath = join(out, `candles-${ROWS}.csv`);
-
-async function generateCsv() {
-  if (existsSync(csvPath)) return;
-  mkdirSync(out, { recursive: true });
-  const file = createWriteStream(csvPath);
-  file.write('time,code,open,high,low,close,volume\n');
-  const perCode = Math.ceil(ROWS / CODES.length);
-  const start = Date.UTC(2015, 0, 1);
-  let buffer = '';
-  let written = 0;
-  for (let i = 0; i < perCode && written < ROWS; i++) {
-    const time = new Date(start + i * 60_000).toISOString();
-    for (let c = 0; c < CODES.length && written < ROWS; c++) {
-      const base = 10 + c * 100 + 5 * Math.sin(i / 500);
-      const close = base * (1 + 0.001 * Math.cos(i / 7));
-      const high = Math.max(base, close) * 1.0005;
-      const low = Math.min(base, close) * 0.9995;
-      buffer += `${time},${CODES[c]},${base.toFixed(6)},${high.toFixed(6)},${low.toFixed(6)},${close.toFixed(6)},${(i % 1000) / 10}\n`;
-      written++;
-    }
-    if (buffer.length > 1 << 20) {
-      if (!file.write(buffer)) await once(file, 'drain');
-      buffer = '';
-    }
-  }
-  file.end(buffer);
-  await once(file, 'finish');
-}
-
-async function freshDatabase(name: string): Promise<string> {
-  const admin = new pg.Client({ connectionString: server.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  await migrate(dbUrl(name));
-  const client = new pg.Client({ connectionString: dbUrl(name) });
-  await client.connect();
-  await client.query(
-    `INSERT INTO currencies (code, name) SELECT unnest($1::text[]), unnest($1::text[])`,
-    [CODES],
-  );
-  await client.end();
-  return dbUrl(name);
-}
-
-async function count(url: string, table = 'price_observations'): Promise<number> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  const { rows } = await client.query(`SELECT count(*)::bigint AS n FROM ${table}`);
-  await client.end();
-  return Number(rows[0].n);
-}
-
-async function dropDatabase(name: string) {
-  const admin = new pg.Client({ connectionString: server.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.end();
-}
+const csvPath = csvPathFor(ROWS);
 
 /** (a) the real command, under /usr/bin/time for its peak RSS. */
 async function viaBackfill() {
@@ -162,7 +101,7 @@ async function main() {
   console.log(
     `generating ${fmt(ROWS)} one-minute candles (${CODES.length} currencies) → ${csvPath}`,
   );
-  await generateCsv();
+  await generateCsv(ROWS);
   console.log('(a) platform backfill …');
   const a = await viaBackfill();
   console.log('(b) psql \\copy …');

@@ -1,21 +1,11 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 import { markTouchedRangesOnClient } from '../prices/invalidations.ts';
-import type { TouchedRange } from '../prices/invalidations.ts';
-import { candleProblem, latestAcceptedMicros } from './candleValidation.ts';
-import { BinaryCopyEncoder, COPY_COLUMNS } from './copyEncoder.ts';
-import { RangeTracker } from './rangeTracker.ts';
+import { copyPass, type PassStats } from './copyPass.ts';
+import { mergeStage } from './mergeStage.ts';
+import { StoredSpans, type ExpectedRange } from './storedSpans.ts';
 import { addIngestTotals } from './totals.ts';
 import { lockUnit, recordedUnit, recordUnit, type RecordedUnit } from './unitStore.ts';
-import {
-  MAX_KEPT_REJECTIONS,
-  type LoadPath,
-  type Rejection,
-  type RowSource,
-  type UnitResult,
-} from './types.ts';
+import type { LoadPath, RowSource, UnitResult } from './types.ts';
 
 // How a unit (a file, an exchange slice, a request body) gets into price_observations.
 //
@@ -23,13 +13,16 @@ import {
 // unit's completion record. A crash or kill at any point rolls all of it back, so no partial unit
 // is ever visible and a rerun simply does the unit again; a completed unit is skipped.
 //
-// Two ways in:
-// - direct: binary COPY straight into the hypertable, when the unit's rows cannot collide with
-//   stored ones (the range it covers is empty, or unknown and assumed new). One pass, the speed of
-//   psql's \copy. If a row does collide (unique violation), the transaction is rolled back and the
-//   unit is redone through the merge path; the source is read again.
-// - merge: binary COPY into a temporary staging table, then one
-//   INSERT … SELECT … ON CONFLICT (currency_code, time) DO NOTHING.
+// The rows are read once (copyPass.ts). Before the first, one look per currency at the stored
+// rows (storedSpans.ts) tells which rows cannot collide with them:
+// - direct: while every row so far cannot, they are streamed by binary COPY straight into the
+//   hypertable: one pass at the speed of psql's \copy (path `direct` when all rows go so);
+// - merge: from the first row that might collide, the rest is COPYed into a temporary staging
+//   table, then moved on (mergeStage.ts): rows outside the stored span by a plain INSERT, the
+//   others by INSERT … ON CONFLICT (currency_code, time) DO NOTHING (path `merge`).
+// A unique violation (a row stored meanwhile by another writer, or repeated within the unit)
+// rolls the transaction back and the unit is redone with every row checked; the source is read
+// again.
 //
 // Conflict rule: the row already stored wins. Loading the same data twice adds nothing and never
 // rewrites history that rollups and clients have already seen; a correction is a delete of the
@@ -42,10 +35,13 @@ export interface UnitSpec {
   label: string;
   /** The `source` column of the rows, and the metrics label. */
   source: string;
-  /** Opens a pass over the rows; called once more if a direct load has to be redone. */
+  /** Opens a pass over the rows; called once more if a load has to be redone. */
   rows: RowSource;
-  /** What the unit will write, when known before reading: checked for stored rows first. */
-  expected?: Array<{ code: string; from: Date; to: Date }>;
+  /**
+   * What the unit will write, when known before reading: only these codes and windows are looked
+   * at for stored rows (otherwise every listed currency, over all time).
+   */
+  expected?: ExpectedRange[];
   /** The content hash, known once a pass has read everything. */
   contentSha256?: () => string | undefined;
   /** Called inside the transaction after the rows are written: a last veto (checksum mismatch). */
@@ -66,20 +62,14 @@ const UNIQUE_VIOLATION = '23505';
 const DEADLOCK = '40P01';
 const MAX_ATTEMPTS = 4;
 
-interface PassStats {
-  read: number;
-  copied: number;
-  rejected: number;
-  rejections: Rejection[];
-  tracker: RangeTracker;
-}
-
 export async function loadUnit(
   client: pg.ClientBase,
   unit: UnitSpec,
   options: LoadOptions = {},
 ): Promise<UnitResult> {
-  let path: LoadPath | null = null;
+  // After a unique violation (a row another writer stored since the look at the stored spans,
+  // or a row repeated within the unit) the unit is redone with every row checked.
+  let checkEveryRow = false;
   for (let attempt = 1; ; attempt++) {
     const progress = progressTap(options.onProgress);
     await client.query('BEGIN');
@@ -93,8 +83,10 @@ export async function loadUnit(
           return emptyResult(unit.label, 'skipped');
         }
       }
-      path ??= (await overlapsStoredRows(client, unit.expected)) ? 'merge' : 'direct';
-      const result = await loadOnce(client, unit, path, options, progress.report);
+      const spans = checkEveryRow
+        ? StoredSpans.unknown()
+        : await StoredSpans.read(client, unit.expected);
+      const result = await loadOnce(client, unit, spans, options, progress.report);
       await client.query(result.status === 'loaded' ? 'COMMIT' : 'ROLLBACK');
       // A loaded unit's counts committed with it (loadOnce); a rejected one's refused rows
       // count too, though nothing of it was written.
@@ -109,10 +101,10 @@ export async function loadUnit(
       const code = (error as { code?: string }).code;
       if (
         attempt < MAX_ATTEMPTS &&
-        path === 'direct' &&
+        !checkEveryRow &&
         (code === UNIQUE_VIOLATION || code === DEADLOCK)
       ) {
-        path = 'merge';
+        checkEveryRow = true;
         continue;
       }
       if (attempt < MAX_ATTEMPTS && code === DEADLOCK) continue;
@@ -124,19 +116,17 @@ export async function loadUnit(
 async function loadOnce(
   client: pg.ClientBase,
   unit: UnitSpec,
-  path: LoadPath,
+  spans: StoredSpans,
   options: LoadOptions,
   report: (rows: number, bytes: number) => void,
 ): Promise<UnitResult> {
-  const target = path === 'direct' ? 'price_observations' : 'pg_temp.ingest_stage';
-  if (path === 'merge') {
-    await client.query(`
-      CREATE TEMP TABLE IF NOT EXISTS ingest_stage (
-        currency_code text, time timestamptz, open float8, high float8, low float8, close float8,
-        volume float8, source text
-      ) ON COMMIT DELETE ROWS`);
-  }
-  const stats = await copyPass(client, target, unit, options, report);
+  const stats = await copyPass(client, unit.source, unit.rows(), spans, {
+    report,
+    ...(options.strict !== undefined ? { strict: options.strict } : {}),
+    ...(options.now !== undefined ? { now: options.now } : {}),
+  });
+  const staged = stats.stagedCertain + stats.stagedMaybe > 0;
+  const path: LoadPath = staged ? 'merge' : 'direct';
   const refusal = refusalOf(stats, options);
   if (refusal) {
     return {
@@ -149,15 +139,9 @@ async function loadOnce(
     };
   }
   unit.verify?.();
-  let inserted = stats.copied;
-  let ranges: TouchedRange[];
-  if (path === 'merge') {
-    const merged = await mergeStage(client);
-    inserted = merged.inserted;
-    ranges = merged.ranges;
-  } else {
-    ranges = stats.tracker.ranges();
-  }
+  const { inserted, ranges } = staged
+    ? await mergeStage(client, stats)
+    : { inserted: stats.direct, ranges: stats.certainRanges.ranges() };
   await markTouchedRangesOnClient(client, ranges);
   const result: UnitResult = {
     label: unit.label,
@@ -206,104 +190,6 @@ function refusalOf(stats: PassStats, options: LoadOptions): string | null {
  */
 function satisfies(recorded: RecordedUnit, options: LoadOptions): boolean {
   return !options.strict || recorded.rejected === 0;
-}
-
-/** Streams the unit's valid rows into `target` with one binary COPY; counts and keeps rejections. */
-async function copyPass(
-  client: pg.ClientBase,
-  target: string,
-  unit: UnitSpec,
-  options: LoadOptions,
-  report: (rows: number, bytes: number) => void,
-): Promise<PassStats> {
-  const stats: PassStats = {
-    read: 0,
-    copied: 0,
-    rejected: 0,
-    rejections: [],
-    tracker: new RangeTracker(),
-  };
-  const latest = latestAcceptedMicros(options.now);
-  const keep = (r: Rejection) => {
-    stats.rejected++;
-    if (stats.rejections.length < MAX_KEPT_REJECTIONS) stats.rejections.push(r);
-  };
-
-  async function* encoded(): AsyncGenerator<Buffer> {
-    const encoder = new BinaryCopyEncoder(unit.source);
-    for await (const batch of unit.rows()) {
-      for (const rejection of batch.rejections) keep(rejection);
-      stats.read += batch.rejections.length + batch.candles.length;
-      for (const candle of batch.candles) {
-        const problem = candleProblem(candle, latest);
-        if (problem !== null) {
-          keep({ file: batch.file, line: candle.line, reason: problem });
-          continue;
-        }
-        // Under --strict the first bad row dooms the unit: stop writing, keep reading to report.
-        if (options.strict && stats.rejected > 0) continue;
-        encoder.add(candle);
-        stats.tracker.add(candle.code, candle.timeUs);
-        stats.copied++;
-        if (encoder.full) yield encoder.take();
-      }
-      report(batch.candles.length + batch.rejections.length, batch.bytes);
-    }
-    yield encoder.finish();
-  }
-
-  const copy = client.query(copyFrom(`COPY ${target} ${COPY_COLUMNS} FROM STDIN (FORMAT binary)`));
-  await pipeline(Readable.from(encoded()), copy);
-  // Parse and validation rejections of one batch were collected apart: report them in file order.
-  stats.rejections.sort((a, b) => (a.file === b.file ? a.line - b.line : a.file < b.file ? -1 : 1));
-  return stats;
-}
-
-/** Moves staged rows into the hypertable; existing rows win. Returns what was really inserted. */
-async function mergeStage(
-  client: pg.ClientBase,
-): Promise<{ inserted: number; ranges: TouchedRange[] }> {
-  const result = await client.query<{ code: string; from_us: string; to_us: string; n: string }>(`
-    WITH inserted AS (
-      INSERT INTO price_observations (currency_code, time, open, high, low, close, volume, source)
-      SELECT currency_code, time, open, high, low, close, volume, source FROM pg_temp.ingest_stage
-      ON CONFLICT (currency_code, time) DO NOTHING
-      RETURNING currency_code, time
-    )
-    SELECT currency_code AS code,
-           (extract(epoch FROM min(time)) * 1000000)::bigint AS from_us,
-           (extract(epoch FROM max(time)) * 1000000)::bigint AS to_us,
-           count(*) AS n
-    FROM inserted
-    GROUP BY currency_code, floor(extract(epoch FROM time) / 86400)`);
-  const tracker = new RangeTracker();
-  let inserted = 0;
-  for (const row of result.rows) {
-    tracker.add(row.code, Number(row.from_us), Number(row.to_us));
-    inserted += Number(row.n);
-  }
-  return { inserted, ranges: tracker.ranges() };
-}
-
-/** One query: does any stored row fall in the ranges this unit is about to write? */
-async function overlapsStoredRows(
-  client: pg.ClientBase,
-  expected: UnitSpec['expected'],
-): Promise<boolean> {
-  if (!expected || expected.length === 0) return false;
-  const result = await client.query<{ overlaps: boolean }>(
-    `SELECT EXISTS (
-       SELECT 1 FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS r(code, t0, t1)
-       WHERE EXISTS (SELECT 1 FROM price_observations p
-                     WHERE p.currency_code = r.code AND p.time >= r.t0 AND p.time <= r.t1)
-     ) AS overlaps`,
-    [
-      expected.map((e) => e.code),
-      expected.map((e) => e.from.toISOString()),
-      expected.map((e) => e.to.toISOString()),
-    ],
-  );
-  return result.rows[0]?.overlaps ?? true;
 }
 
 /** Wraps a progress callback so an attempt that is redone can take back what it reported. */

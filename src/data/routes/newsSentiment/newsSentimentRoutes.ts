@@ -93,6 +93,7 @@ export function registerNewsSentimentRoutes(registry: RouteRegistry, deps: Signa
       method: 'get',
       path: '/data/news-sentiment',
       operationId: 'newsSentimentPerBucket',
+      cancelWhenAbandoned: true,
       summary: 'News sentiment per time bucket',
       description:
         'Articles are counted in the bucket of their publishDate. Buckets are aligned to the Unix ' +

@@ -120,6 +120,7 @@ export function registerPredictionRoutes(registry: RouteRegistry, deps: SignalRo
       method: 'get',
       path: '/data/predictions',
       operationId: 'listPredictions',
+      cancelWhenAbandoned: true,
       summary: 'Predictions of a currency with their error against the actual price',
       description:
         'The actual price at the predicted time is the close of the latest price observation of ' +

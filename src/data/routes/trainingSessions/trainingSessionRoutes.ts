@@ -165,6 +165,7 @@ export function registerTrainingSessionRoutes(registry: RouteRegistry, deps: Sig
       method: 'get',
       path: '/data/training-sessions',
       operationId: 'listTrainingSessions',
+      cancelWhenAbandoned: true,
       summary: 'Training sessions with their linked prediction',
       description:
         'Filtered by currency, model type and a range of trainingStartTime [from, to) (each ' +

@@ -1,0 +1,280 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { generateCurrencies } from '../../src/data/currencies/generator.ts';
+import { dedicatedConnection, type Connect } from '../../src/data/ingest/connection.ts';
+import { importFile } from '../../src/data/ingest/importFile.ts';
+import { loadUnit, type UnitSpec } from '../../src/data/ingest/loader.ts';
+import type { Candle, ReadBatch } from '../../src/data/ingest/types.ts';
+import { insertCandles } from '../support/prices.ts';
+import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { MINUTE, tempDir } from './fixtures.ts';
+
+// The loader decides per row, from the stored span of each currency looked at before the first
+// row, whether a row goes straight into the hypertable or through the staging merge. Whatever it
+// decides, the stored rows must stay as they were, every new row must be stored exactly once,
+// and every inserted row must be marked for the rollups. Each case compares the whole table
+// content of its currencies with what it must be.
+
+let runtime: TestRuntime;
+let files: Awaited<ReturnType<typeof tempDir>>;
+let connect: Connect;
+
+beforeAll(async () => {
+  runtime = await createTestRuntime();
+  await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
+  files = await tempDir();
+  connect = dedicatedConnection(runtime.config.DATABASE_URL);
+});
+
+afterAll(async () => {
+  await files.remove();
+  await runtime.dispose();
+});
+
+const storedRow = z.object({ time: z.date(), open: z.number(), source: z.string() });
+
+/** Every stored row of a currency, as [minute index from t0, price, source]. */
+async function table(code: string, t0: number) {
+  const rows = await runtime.pool.any(sql.type(storedRow)`
+    SELECT time, open, source FROM price_observations WHERE currency_code = ${code} ORDER BY time`);
+  return rows.map((r) => [(r.time.getTime() - t0) / MINUTE, r.open, r.source]);
+}
+
+/** True when every given minute of a currency lies inside a mark for the rollups. */
+async function allMarked(code: string, t0: number, minutes: number[]) {
+  const marks = await runtime.pool.any(
+    sql.type(z.object({ range_start: z.date(), range_end: z.date() }))`
+      SELECT range_start, range_end FROM price_invalidations WHERE currency_code = ${code}`,
+  );
+  return minutes.every((m) =>
+    marks.some(
+      (k) => k.range_start.getTime() <= t0 + m * MINUTE && t0 + m * MINUTE <= k.range_end.getTime(),
+    ),
+  );
+}
+
+const marksOf = (code: string) =>
+  runtime.pool.oneFirst(
+    sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM price_invalidations WHERE currency_code = ${code}`,
+  );
+
+/** Stores minutes of a currency with price 1000 + minute and source 'stored'. */
+const store = (code: string, t0: number, minutes: number[]) =>
+  insertCandles(
+    runtime.pool,
+    minutes.map((m) => ({ code, time: new Date(t0 + m * MINUTE), open: 1000 + m })),
+    'stored',
+  );
+
+/** A CSV with one row per (minute, code), time-major like an export; price = minute + 1. */
+async function csv(name: string, t0: number, rows: Array<[string, number[]]>) {
+  const lines = ['time,code,price'];
+  const byMinute = new Map<number, string[]>();
+  for (const [code, minutes] of rows) {
+    for (const m of minutes) byMinute.set(m, [...(byMinute.get(m) ?? []), code]);
+  }
+  for (const m of [...byMinute.keys()].sort((a, b) => a - b)) {
+    for (const code of byMinute.get(m) ?? []) {
+      lines.push(`${new Date(t0 + m * MINUTE).toISOString()},${code},${m + 1}`);
+    }
+  }
+  return files.file(name, lines.join('\n'));
+}
+
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+const fromFile = (minutes: number[]) => minutes.map((m) => [m, m + 1, 'csv']);
+const fromStore = (minutes: number[]) => minutes.map((m) => [m, 1000 + m, 'stored']);
+
+describe('the stored span decides the path; no row is lost or doubled', () => {
+  test('a file that meets no stored row goes straight in, even beside stored history', async () => {
+    const t0 = Date.UTC(2021, 0, 1);
+    // ETH has history, but only after the file's minutes; SOL has none.
+    await store('ETH', t0, range(200, 210));
+    const path = await csv('fresh.csv', t0, [
+      ['ETH', range(0, 100)],
+      ['SOL', range(0, 100)],
+    ]);
+    const result = await importFile(connect, path);
+    expect(result).toMatchObject({ status: 'loaded', read: 200, inserted: 200, duplicates: 0 });
+    expect(result.path).toBe('direct');
+    expect(await table('ETH', t0)).toEqual([
+      ...fromFile(range(0, 100)),
+      ...fromStore(range(200, 210)),
+    ]);
+    expect(await table('SOL', t0)).toEqual(fromFile(range(0, 100)));
+    expect(await allMarked('ETH', t0, range(0, 100))).toBe(true);
+    expect(await allMarked('SOL', t0, range(0, 100))).toBe(true);
+  });
+
+  test('a file whose every row is stored adds nothing, changes nothing, marks nothing', async () => {
+    const t0 = Date.UTC(2021, 1, 1);
+    await store('BNB', t0, range(0, 50));
+    const path = await csv('stored.csv', t0, [['BNB', range(0, 50)]]);
+    const result = await importFile(connect, path);
+    expect(result).toMatchObject({ status: 'loaded', inserted: 0, duplicates: 50, path: 'merge' });
+    expect(await table('BNB', t0)).toEqual(fromStore(range(0, 50)));
+    expect(await marksOf('BNB')).toBe(0);
+  });
+
+  test('overlap that differs per currency: holes are filled, stored rows win', async () => {
+    const t0 = Date.UTC(2021, 2, 1);
+    // DOGE: the newer half is stored (the file's first rows go straight in, the rest is merged).
+    // LINK: the older half is stored, except two holes inside it.
+    // AVAX: nothing stored.
+    await store('DOGE', t0, range(60, 120));
+    const linkStored = range(0, 60).filter((m) => m !== 10 && m !== 45);
+    await store('LINK', t0, linkStored);
+    const path = await csv('mixed.csv', t0, [
+      ['DOGE', range(0, 120)],
+      ['LINK', range(0, 120)],
+      ['AVAX', range(0, 120)],
+    ]);
+    const result = await importFile(connect, path);
+    const linkNew = [10, 45, ...range(60, 120)];
+    expect(result).toMatchObject({
+      status: 'loaded',
+      read: 360,
+      inserted: 60 + linkNew.length + 120,
+      duplicates: 60 + linkStored.length,
+      path: 'merge',
+    });
+    expect(await table('DOGE', t0)).toEqual([
+      ...fromFile(range(0, 60)),
+      ...fromStore(range(60, 120)),
+    ]);
+    const link = await table('LINK', t0);
+    expect(link).toEqual(
+      range(0, 120).map((m) =>
+        linkStored.includes(m) ? [m, 1000 + m, 'stored'] : [m, m + 1, 'csv'],
+      ),
+    );
+    expect(await table('AVAX', t0)).toEqual(fromFile(range(0, 120)));
+    expect(await allMarked('DOGE', t0, range(0, 60))).toBe(true);
+    expect(await allMarked('LINK', t0, linkNew)).toBe(true);
+    expect(await allMarked('AVAX', t0, range(0, 120))).toBe(true);
+  });
+
+  test('a row repeated where no stored row is: stored once, the unit redone checked', async () => {
+    const t0 = Date.UTC(2021, 3, 1);
+    const path = await files.file(
+      'repeat-new.csv',
+      [
+        'time,code,price',
+        `${new Date(t0).toISOString()},DOT,1`,
+        `${new Date(t0 + MINUTE).toISOString()},DOT,2`,
+        `${new Date(t0 + MINUTE).toISOString()},DOT,3`,
+      ].join('\n'),
+    );
+    expect(await importFile(connect, path)).toMatchObject({
+      status: 'loaded',
+      inserted: 2,
+      duplicates: 1,
+      path: 'merge',
+    });
+    expect(await table('DOT', t0)).toEqual([
+      [0, 1, 'csv'],
+      [1, 2, 'csv'],
+    ]);
+  });
+});
+
+describe('units read row by row', () => {
+  const t0 = Date.UTC(2021, 4, 1);
+
+  /**
+   * A unit of `minutes` of one currency that counts how often it is read. With `raced`, its
+   * first pass has another connection store that minute (committed) after the first batch,
+   * before the unit writes it: the row was outside every stored span at the look.
+   */
+  function countedUnit(code: string, minutes: number[], label: string, raced?: number) {
+    let passes = 0;
+    const candle = (m: number, line: number): Candle => ({
+      code,
+      timeUs: (t0 + m * MINUTE) * 1000,
+      open: m + 1,
+      high: m + 1,
+      low: m + 1,
+      close: m + 1,
+      volume: 0,
+      line,
+    });
+    const batchOf = (part: number[], offset: number): ReadBatch => ({
+      file: label,
+      candles: part.map((m, i) => candle(m, offset + i + 1)),
+      rejections: [],
+      bytes: 0,
+    });
+    const unit: UnitSpec = {
+      key: null,
+      kind: 'file',
+      label,
+      source: 'csv',
+      rows: async function* () {
+        passes++;
+        const half = Math.floor(minutes.length / 2);
+        yield batchOf(minutes.slice(0, half), 0);
+        if (passes === 1 && raced !== undefined) await store(code, t0, [raced]);
+        yield batchOf(minutes.slice(half), half);
+      },
+    };
+    return { unit, passes: () => passes };
+  }
+
+  async function load(unit: UnitSpec) {
+    const connection = await connect();
+    try {
+      return await loadUnit(connection.client, unit);
+    } finally {
+      await connection.release();
+    }
+  }
+
+  beforeAll(async () => {
+    // Another currency's row creates the week's chunk: a racing writer must not wait for a
+    // unit's transaction to commit the chunk it would otherwise create.
+    await store('BTC', t0, [0]);
+  });
+
+  test('a unit that meets stored rows half-way is read once: no attempt is wasted', async () => {
+    await store('TON', t0, range(20, 40));
+    const { unit, passes } = countedUnit('TON', range(0, 40), 'half-stored');
+    expect(await load(unit)).toMatchObject({ inserted: 20, duplicates: 20, path: 'merge' });
+    expect(passes()).toBe(1);
+    expect(await table('TON', t0)).toEqual([
+      ...fromFile(range(0, 20)),
+      ...fromStore(range(20, 40)),
+    ]);
+  });
+
+  test('a row stored by another writer before the direct COPY reaches it: redone, it wins', async () => {
+    const { unit, passes } = countedUnit('ATOM', range(0, 40), 'raced-direct', 30);
+    const result = await load(unit);
+    expect(result).toMatchObject({ status: 'loaded', inserted: 39, duplicates: 1, path: 'merge' });
+    expect(passes()).toBe(2);
+    expect(await table('ATOM', t0)).toEqual(
+      range(0, 40).map((m) => (m === 30 ? [m, 1030, 'stored'] : [m, m + 1, 'csv'])),
+    );
+  });
+
+  test('a row stored by another writer before the staged new rows go in: nothing lost', async () => {
+    // NEAR holds minutes 0 and 5, so the unit's first row is inside the span and everything is
+    // staged; minutes past 5 are certainly new at the look, and the race stores minute 35.
+    await store('NEAR', t0, [0, 5]);
+    const { unit } = countedUnit('NEAR', range(0, 40), 'raced-staged', 35);
+    const result = await load(unit);
+    expect(result).toMatchObject({ status: 'loaded', inserted: 37, duplicates: 3, path: 'merge' });
+    const stored = [0, 5, 35];
+    expect(await table('NEAR', t0)).toEqual(
+      range(0, 40).map((m) => (stored.includes(m) ? [m, 1000 + m, 'stored'] : [m, m + 1, 'csv'])),
+    );
+    expect(
+      await allMarked(
+        'NEAR',
+        t0,
+        range(0, 40).filter((m) => !stored.includes(m)),
+      ),
+    ).toBe(true);
+  });
+});
