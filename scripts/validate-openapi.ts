@@ -36,6 +36,7 @@ function documentsOnlyRuntime(): Runtime {
     readPool: refuse as Runtime['readPool'],
     // node-postgres pools connect on first use only, which never comes.
     pgPool: new pg.Pool({ connectionString: config.DATABASE_URL }),
+    changeEvents: () => undefined,
     close: async () => {},
   };
 }

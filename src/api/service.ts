@@ -53,6 +53,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     token: options.dataToken ?? config.DATA_TOKEN,
     timeoutMs: config.DATA_TIMEOUT_MS,
     cacheMs: config.DATA_CACHE_MS,
+    events: runtime.changeEvents(),
     logger,
   });
   const timeouts = sessionTimeouts(config);

@@ -11,6 +11,8 @@ import { readRollupStatus } from './history/rollupState.ts';
 import { RunCache } from './history/runCache.ts';
 import { registerCandleRoutes } from './routes/candles/candleRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
+import { SnapshotCache } from './routes/currency/snapshotCache.ts';
+import { VerifiedTokens } from './tokens/verifiedTokens.ts';
 import { registerPriceBulkRoutes } from './routes/prices/bulkRoutes.ts';
 import { registerNewsSentimentRoutes } from './routes/newsSentiment/newsSentimentRoutes.ts';
 import { registerPredictionRoutes } from './routes/predictions/predictionRoutes.ts';
@@ -22,7 +24,11 @@ export const DATA_SERVICE_NAME = 'data';
 /** Registers every data-module route; later modules (ingest, signals, analysts) add theirs here. */
 export function dataRoutes(runtime: Runtime): RouteRegistry {
   const registry = new RouteRegistry({ errorHeaders: { 401: challengeHeaders } });
-  const requireScope = createScopeGuard(runtime.pool, runtime.config.DATA_TRUSTED_NETWORKS);
+  const events = runtime.changeEvents();
+  const requireScope = createScopeGuard(
+    new VerifiedTokens(runtime.pool, events),
+    runtime.config.DATA_TRUSTED_NETWORKS,
+  );
   const gates = readGates(runtime.config);
   const deps = {
     pool: runtime.pool,
@@ -34,7 +40,9 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
       runtime.config.HISTORY_CACHE_MB > 0
         ? new RunCache(runtime.config.HISTORY_CACHE_MB * 1024 * 1024)
         : undefined,
-    dayStats: new DayStatsCache(runtime.pool),
+    // Built on the primary: a change heard is committed there, while a replica may not have
+    // replayed it yet (a list built from it would be kept as if current).
+    snapshot: new SnapshotCache(runtime.pool, new DayStatsCache(runtime.pool), events),
     bulk: {
       maxItems: runtime.config.SIGNAL_BULK_MAX_ITEMS,
       maxBytes: runtime.config.SIGNAL_BULK_MAX_BYTES,

@@ -144,6 +144,12 @@ export const configSchema = z.object({
     .url()
     .default('https://api.binance.com')
     .describe('Base URL of the Binance spot API (ticker prices; klines for `backfill --source`).'),
+  BINANCE_ARCHIVE_URL: z
+    .url()
+    .default('https://data.binance.vision')
+    .describe(
+      "Base URL of Binance's public kline archives (`backfill --source binance-archive`: data/spot/monthly|daily/klines/… zips with their .CHECKSUM).",
+    ),
   KRAKEN_API_URL: z
     .url()
     .default('https://api.kraken.com')
@@ -336,7 +342,9 @@ export const configSchema = z.object({
     .int()
     .min(0)
     .default(2000)
-    .describe('How long the API reuses a snapshot of current prices (ms).'),
+    .describe(
+      'How long the API reuses a snapshot of current prices while it cannot hear changes (ms); while it hears them, until the next change (at most a minute). 0: never reused.',
+    ),
   DATABASE_STATEMENT_TIMEOUT_MS: positiveInt
     .default(30_000)
     .describe(
