@@ -144,6 +144,12 @@ export const configSchema = z.object({
     .url()
     .default('https://api.binance.com')
     .describe('Base URL of the Binance spot API (ticker prices; klines for `backfill --source`).'),
+  BINANCE_ARCHIVE_URL: z
+    .url()
+    .default('https://data.binance.vision')
+    .describe(
+      "Base URL of Binance's public kline archives (`backfill --source binance-archive`: data/spot/monthly|daily/klines/… zips with their .CHECKSUM).",
+    ),
   KRAKEN_API_URL: z
     .url()
     .default('https://api.kraken.com')
