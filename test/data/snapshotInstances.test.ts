@@ -160,6 +160,11 @@ describe('the snapshot kept in memory', () => {
     expect(priceOf((await all(second.server)).body, 'BTC')).toBe(77_777);
   });
 
+  test('readiness tells whether answers may come from memory', async () => {
+    const ready = await getJson(`${second.server.url}/health/ready`);
+    expect(ready.body.details.changeNotifications).toEqual({ listening: true });
+  });
+
   test('limit and offset slice the same list', async () => {
     const whole = (await all(second.server)).body.currencies;
     const page = await getJson(
