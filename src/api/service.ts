@@ -115,6 +115,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
   });
   if (profile !== 'docs') readiness.addCheck('dataModule', () => data.ping());
 
+  const cors = corsForAllowedOrigins(allowedOrigins(config));
   const service = createHttpService({
     name: API_SERVICE_NAME,
     logger,
@@ -125,9 +126,10 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     trustProxy: config.API_TRUST_PROXY,
     // Metrics name routes, outcomes and load: not for the public port (the ops listener has them).
     metrics: false,
+    earlyRefusalMiddleware: [cors],
     middleware: (app) => [
       authorizeErrorShape,
-      corsForAllowedOrigins(allowedOrigins(config)),
+      cors,
       createSessionMiddleware(app, {
         pool: runtime.pool,
         timeouts,

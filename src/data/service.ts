@@ -74,6 +74,11 @@ export function createDataService(runtime: Runtime, readiness = new Readiness())
     if (pending.length > 0) throw new Error(`pending migrations: ${pending.join(', ')}`);
   });
   readiness.addDetail('rollups', () => readRollupStatus(runtime.pool));
+  // Whether the snapshot and token checks may be answered from memory (false: every request
+  // reads the database until the notification connection is back).
+  readiness.addDetail('changeNotifications', () =>
+    Promise.resolve({ listening: runtime.changeEvents()?.isListening ?? false }),
+  );
   return createHttpService({
     name: DATA_SERVICE_NAME,
     logger: runtime.logger.child({ service: DATA_SERVICE_NAME }),

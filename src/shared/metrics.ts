@@ -269,6 +269,19 @@ scrapeGauge(
   'max',
 );
 
+/**
+ * Minutes without observation in the look-back window that are neither healed nor known gaps
+ * (sql/0240's rule, the heal job's own), as each currency's last heal pass left them; read from
+ * the database by every worker at scrape time: aggregate with max(). Minutes an exchange failed
+ * on stay in it until a pass fills them; `platform doctor` counts them at the moment it runs.
+ */
+scrapeGauge(
+  'heal_open_gap_candles',
+  'Minutes without observation in the gap-healing look-back window that the last heal pass of each currency left open (neither healed nor known gaps).',
+  [],
+  'max',
+);
+
 /** Socket.IO clients connected to this process, by namespace. */
 scrapeGauge(
   'socketio_connected_clients',

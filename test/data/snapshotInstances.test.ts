@@ -1,10 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { Interceptor } from 'slonik';
+import { sql, type Interceptor } from 'slonik';
+import { z } from 'zod';
 import { recordHarvest } from '../../src/data/prices/recordHarvest.ts';
 import { createDataService } from '../../src/data/service.ts';
 import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import type { RunningServer } from '../../src/shared/http/server.ts';
-import { createRuntime, type Runtime } from '../../src/shared/runtime.ts';
+import {
+  CHANGE_EVENTS_APPLICATION_NAME,
+  createRuntime,
+  type Runtime,
+} from '../../src/shared/runtime.ts';
 import { startDataModule, type DataModuleHarness } from '../support/dataModule.ts';
 import { getJson, serve } from '../support/http.ts';
 import { insertCandles, setSnapshot } from '../support/prices.ts';
@@ -128,6 +133,36 @@ describe('the snapshot kept in memory', () => {
       const answer = await all(second.server, { headers: { 'cache-control': 'no-cache' } });
       expect(priceOf(answer.body, 'BTC')).toBe(price);
     }
+  });
+
+  test('a change written while the notifications are cut off shows once they are back', async () => {
+    expect(priceOf((await all(second.server)).body, 'BTC')).not.toBe(77_777);
+    const listeners = () =>
+      first.runtime.pool.anyFirst(sql.type(z.object({ pid: z.number() }))`
+        SELECT pid FROM pg_stat_activity
+        WHERE application_name = ${CHANGE_EVENTS_APPLICATION_NAME} AND datname = current_database()
+      `);
+    const cut = await listeners();
+    expect(cut.length).toBe(2); // one per instance
+    await first.runtime.pool.query(
+      sql.unsafe`SELECT pg_terminate_backend(pid) FROM unnest(${sql.array(cut, 'int4')}) AS pid`,
+    );
+    // Its notification is lost: no instance listens at this moment.
+    await setSnapshot(first.runtime.pool, 'BTC', 77_777, new Date());
+    await eventually(
+      async () =>
+        (await listeners()).filter((pid) => !cut.includes(pid)).length === 2 &&
+        second.runtime.changeEvents()!.isListening,
+      30_000,
+      'both instances to listen again',
+    );
+    // No request came while they were cut off: the list kept from before must not come back.
+    expect(priceOf((await all(second.server)).body, 'BTC')).toBe(77_777);
+  });
+
+  test('readiness tells whether answers may come from memory', async () => {
+    const ready = await getJson(`${second.server.url}/health/ready`);
+    expect(ready.body.details.changeNotifications).toEqual({ listening: true });
   });
 
   test('limit and offset slice the same list', async () => {

@@ -2,8 +2,10 @@ import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
-import { runCli } from '../support/cli.ts';
+import { spawn } from 'node:child_process';
+import { PLATFORM_BIN, runCli, waitForExit } from '../support/cli.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { until } from '../support/wait.ts';
 import { FakeBinance } from './fakeBinance.ts';
 import { FakeBinanceArchive } from './fakeBinanceArchive.ts';
 import { klineValues, MINUTE } from './fixtures.ts';
@@ -36,12 +38,13 @@ afterAll(async () => {
   await runtime.dispose();
 });
 
+const env = () => ({
+  DATABASE_URL: runtime.config.DATABASE_URL,
+  BINANCE_API_URL: binance.url,
+  BINANCE_ARCHIVE_URL: archive.url,
+});
 const backfill = (...args: string[]) =>
-  runCli(['backfill', '--source', 'binance-archive', ...args], {
-    DATABASE_URL: runtime.config.DATABASE_URL,
-    BINANCE_API_URL: binance.url,
-    BINANCE_ARCHIVE_URL: archive.url,
-  });
+  runCli(['backfill', '--source', 'binance-archive', ...args], env());
 
 interface Report {
   source: string;
@@ -226,6 +229,65 @@ describe('platform backfill --source binance-archive', () => {
       last: END - MINUTE,
     });
     expect(klineRequests().length).toBeGreaterThan(klinesBefore);
+  });
+
+  test('a run killed mid-download is finished by a rerun, each archive loaded once', async () => {
+    archive.hang.add('ADAUSDT-1m-2025-06.zip');
+    const args = ['--code', 'ADA', '--from', '2025-05-01', '--to', '2025-07-01'];
+    const child = spawn(
+      process.execPath,
+      [PLATFORM_BIN, 'backfill', '--source', 'binance-archive', ...args],
+      { env: { ...process.env, ...env(), LOG_LEVEL: 'warn', BACKFILL_HTTP_TIMEOUT_MS: '300000' } },
+    );
+    // May is committed with its record while June's download hangs: then the run is killed.
+    await until(
+      async () =>
+        (
+          await runtime.pool.anyFirst(sql.type(z.object({ k: z.string() }))`
+          SELECT unit_key AS k FROM ingest_units WHERE unit_key LIKE '%ADAUSDT-1m-2025-05.zip'`)
+        ).length === 1 && archive.requests.some((p) => p.endsWith('ADAUSDT-1m-2025-06.zip')),
+      120_000,
+      'May loaded and June downloading',
+    );
+    child.kill('SIGKILL');
+    await waitForExit(child);
+    const may = Date.UTC(2025, 4, 1);
+    const june = Date.UTC(2025, 5, 1);
+    expect((await stored('ADA', may, june + 30 * DAY)).n).toBe(31 * 1440);
+
+    archive.hang.clear();
+    const zipsBefore = archive.zipRequests().length;
+    const rerun = await backfill(...args, '--json');
+    expect(rerun.code).toBe(0);
+    expect((JSON.parse(rerun.stdout) as Report).totals.inserted).toBe(30 * 1440);
+    expect(archive.zipRequests().slice(zipsBefore)).toEqual([
+      '/data/spot/monthly/klines/ADAUSDT/1m/ADAUSDT-1m-2025-06.zip',
+    ]);
+    expect(await stored('ADA', may, june + 30 * DAY)).toEqual({
+      n: 61 * 1440,
+      distinct: 61 * 1440,
+      first: may,
+      last: june + 30 * DAY - MINUTE,
+    });
+  });
+
+  test('--prepend loads archives newest first, ending at the earliest stored candle', async () => {
+    // ADA holds May and June 2025 (the test above); two days before them come newest first.
+    const zipsBefore = archive.zipRequests().length;
+    const result = await backfill('--code', 'ADA', '--prepend', '--days', '2', '--json');
+    expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+    expect((JSON.parse(result.stdout) as Report).totals.inserted).toBe(2 * 1440);
+    expect(archive.zipRequests().slice(zipsBefore).sort()).toEqual([
+      '/data/spot/daily/klines/ADAUSDT/1m/ADAUSDT-1m-2025-04-29.zip',
+      '/data/spot/daily/klines/ADAUSDT/1m/ADAUSDT-1m-2025-04-30.zip',
+    ]);
+    // Committed newest first (each archive is its own transaction).
+    const loaded = await runtime.pool.anyFirst(sql.type(z.object({ k: z.string() }))`
+      SELECT unit_key AS k FROM ingest_units WHERE unit_key LIKE '%ADAUSDT-1m-2025-04-%'
+       ORDER BY completed_at`);
+    expect(loaded.map((k) => k.slice(-14))).toEqual(['2025-04-30.zip', '2025-04-29.zip']);
+    const may = Date.UTC(2025, 4, 1);
+    expect((await stored('ADA', may - 2 * DAY, may)).n).toBe(2 * 1440);
   });
 
   test('usage errors exit 2 before touching anything', async () => {

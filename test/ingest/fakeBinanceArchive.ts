@@ -23,6 +23,8 @@ export class FakeBinanceArchive {
   readonly missing = new Set<string>();
   /** Archives (by file name) whose bytes do not match their .CHECKSUM. */
   readonly corrupt = new Set<string>();
+  /** Archives (by file name) whose zip is never answered (a stalled download). */
+  readonly hang = new Set<string>();
   /** 429s with Retry-After (seconds) for the next requests. */
   readonly throttles: number[] = [];
   /** Candles exist from this instant (the pair's listing)… */
@@ -66,6 +68,7 @@ export class FakeBinanceArchive {
     if (this.missing.has(name) || toMs > this.publishedUntil || toMs <= this.listedFrom) {
       return this.notFound(res);
     }
+    if (!checksum && this.hang.has(name)) return; // answered by stop(), which drops the socket
     const zip = await this.zip(name, Math.max(fromMs, this.listedFrom), toMs);
     if (checksum) {
       const hashed = this.corrupt.has(name) ? Buffer.concat([zip, Buffer.from('x')]) : zip;

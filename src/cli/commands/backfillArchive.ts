@@ -82,7 +82,14 @@ export async function runArchiveBackfill(
       try {
         const outcome = await backfillFromArchives(
           { connect, archives, rest },
-          { ...plan, symbol, interval: options.interval, nowMs, force: options.force },
+          {
+            ...plan,
+            symbol,
+            interval: options.interval,
+            nowMs,
+            force: options.force,
+            newestFirst: options.mode.kind === 'prepend',
+          },
           (work, rows) => progress.advance(work, rows),
         );
         describeOutcome(report, outcome);

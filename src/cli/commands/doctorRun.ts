@@ -10,7 +10,7 @@ import { redactDsn } from '../../shared/logger.ts';
 import { printable } from '../../shared/printable.ts';
 import { serverExtensionState } from '../../shared/provision.ts';
 import { checkRollups } from '../../data/history/doctorChecks.ts';
-import { checkKnownGaps } from '../../data/ingest/heal/doctorCheck.ts';
+import { checkGaps } from '../../data/ingest/heal/doctorCheck.ts';
 import { checkSimulatedHistory } from '../../data/ingest/simulated/doctorCheck.ts';
 import { checkJobQueue, checkWorkers } from '../../worker/diagnostics.ts';
 import { workerCheck } from '../../worker/status.ts';
@@ -31,7 +31,7 @@ export const EXTRA_CHECKS: DoctorCheck[] = [
   checkJobQueue,
   checkFeed,
   checkRollups,
-  checkKnownGaps,
+  checkGaps,
   checkSimulatedHistory,
 ];
 

@@ -94,6 +94,26 @@ export function candleQuery(request: CandleRequest, segments: Segment[], seeds: 
 }
 
 /**
+ * The earliest row time of the given sources (raw observation or level bucket), or null: each
+ * source is an index probe, however far ahead its first row lies.
+ */
+export function firstSourceTimeQuery(code: string, segments: readonly Segment[]) {
+  const probes = segments.map(
+    (segment) => sql.fragment`(SELECT t FROM (${segmentSource(code, segment)}) AS rows
+      ORDER BY t LIMIT 1)`,
+  );
+  return sql.type(z.object({ first: z.date().nullable() }))`
+    SELECT min(t) AS first FROM (${sql.join(probes, sql.fragment` UNION ALL `)}) AS probes`;
+}
+
+/** The first bucket of the request holding data from the given sources, with its close. */
+export function firstDataBucketQuery(request: CandleRequest, segments: Segment[]) {
+  return sql.type(z.object({ bucket: z.date(), close: z.number() }))`
+    SELECT bucket, close FROM (${bucketRows(request, segments, 'ohlcv')}) AS data
+    WHERE close IS NOT NULL ORDER BY bucket LIMIT 1`;
+}
+
+/**
  * One run's JSON text as PostgreSQL builds it, bounded by RUN: a row (empty, items) with the
  * run's items joined by commas, and whether none holds an observation or a filled value. For
  * answers of thousands of buckets, formatting them in SQL costs a fraction of turning rows into

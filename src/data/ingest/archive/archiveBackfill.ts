@@ -34,6 +34,11 @@ export interface ArchiveJob {
   toMs: number;
   nowMs: number;
   force: boolean;
+  /**
+   * Newest part first (--prepend): a killed run then leaves no hole between what it loaded and
+   * the stored history the next run extends backwards from.
+   */
+  newestFirst?: boolean;
 }
 
 export interface ArchiveClients {
@@ -86,7 +91,7 @@ export async function backfillFromArchives(
   const step = intervalMs(job.interval);
   const candlesOf = (part: ArchivePart) => Math.round((part.toMs - part.fromMs) / step);
   const pathOf = (part: ArchivePeriodPart) => archivePath(job.symbol, job.interval, part);
-  const queue = planArchiveParts(job.fromMs, job.toMs, job.nowMs);
+  const queue = inOrder(job, planArchiveParts(job.fromMs, job.toMs, job.nowMs));
   const covering = (part: ArchivePart) => coveringKeys(job, part, pathOf);
   // Looked up once: the keys of what may replace a missing archive are among them.
   const done = job.force
@@ -212,14 +217,17 @@ async function partsInstead(
   const first = await firstCandleMs(clients.rest, job, part.fromMs);
   const dayMs = 86_400_000;
   const from = first === null ? job.toMs : Math.floor(first / dayMs) * dayMs;
-  // Queued parts that end before the first candle have nothing to load.
-  while (queue.length > 0 && (queue[0] as ArchivePart).toMs <= from) {
+  // Oldest first, the queued parts that end before the first candle have nothing to load.
+  while (!job.newestFirst && queue.length > 0 && (queue[0] as ArchivePart).toMs <= from) {
     progress(candlesOf(queue.shift() as ArchivePart), 0);
   }
   const days = fallbackParts(part).filter((day) => day.toMs > from);
   progress(candlesOf(part) - days.reduce((sum, day) => sum + candlesOf(day), 0), 0);
-  return days;
+  return inOrder(job, days);
 }
+
+const inOrder = <T>(job: ArchiveJob, parts: T[]): T[] =>
+  job.newestFirst ? parts.reverse() : parts;
 
 /** The open time of the exchange's first candle at or after `fromMs` in the job's range. */
 async function firstCandleMs(
@@ -289,7 +297,7 @@ async function loadFromRest(
   outcome: ArchiveOutcome,
   progress: ArchiveProgress,
 ) {
-  for (const slice of restSlicesOf(job, part)) {
+  for (const slice of inOrder(job, restSlicesOf(job, part))) {
     const result = await importExchangeSlice(clients.connect, clients.rest, slice, {
       force: job.force,
       onProgress: (work) => progress(work, 0),

@@ -93,9 +93,10 @@ export class SnapshotCache {
     this.events = events;
     this.maxAgeMs = maxAgeMs;
     snapshotAge.set(0);
-    // Build ahead of demand after a change, while the list is being asked for.
+    // Build ahead of demand after a change, while the list is being asked for; one such build
+    // at a time (a backfill committing slice after slice must not start a build per commit).
     events?.watch((topic) => {
-      if (topic !== 'market' || !events.isListening) return;
+      if (topic !== 'market' || !events.isListening || this.inflight) return;
       if (Date.now() - this.lastServed < this.maxAgeMs) void this.build().catch(() => {});
     });
   }
