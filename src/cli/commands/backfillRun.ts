@@ -12,7 +12,6 @@ import type { Config } from '../../shared/config.ts';
 import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
-import { createLogger } from '../../shared/logger.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 import { parseTimeOption, type BackfillOptions } from './backfillCommon.ts';
@@ -161,9 +160,12 @@ function summaryExitCode(summary: BackfillSummary): number {
 
 /** A fresh database works too: created, migrated, and given the shipped currency list. */
 async function prepareDatabase(config: Config) {
-  const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
+  const level = config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL;
   await ensureDatabase(config.DATABASE_URL);
-  await migrate(config.DATABASE_URL, logger);
+  // The logger only speaks when migrations run: made then, not loaded by every backfill.
+  await migrate(config.DATABASE_URL, async () =>
+    (await import('../../shared/logger.ts')).createLogger(level),
+  );
   const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
   try {
     const count = await pool.oneFirst(
