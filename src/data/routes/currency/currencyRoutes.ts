@@ -52,8 +52,9 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
       },
       errors: [401, 403, 503],
       handler: async (ctx, { query }) => {
-        // `Cache-Control: no-cache` (sent by the API after it heard a change): every change
-        // committed before the request is reflected, even one this instance has not heard yet.
+        // `Cache-Control: no-cache` (the API sends it with each read of the list, which it makes
+        // after hearing a change itself): every change committed before the request is
+        // reflected, even one this instance has not heard of yet.
         const fresh = /\bno-cache\b/i.test(ctx.get('cache-control'));
         const { items, whole } = await deps.snapshot.current({ fresh });
         if (query.offset === 0 && query.limit >= items.length) {
