@@ -32,7 +32,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
   const gates = readGates(runtime.config);
   const deps = {
     pool: runtime.pool,
-    readPool: runtime.readPool,
+    reads: runtime.reads,
     gates,
     requireScope,
     maxPoints: runtime.config.HISTORY_MAX_POINTS,
@@ -61,7 +61,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
   registerNewsSentimentRoutes(registry, deps);
   registerPredictionRoutes(registry, deps);
   registerTrainingSessionRoutes(registry, deps);
-  registerCandleRoutes(registry, { ...deps, pool: runtime.readPool, logger: runtime.logger });
+  registerCandleRoutes(registry, { ...deps, logger: runtime.logger });
   return registry;
 }
 
@@ -79,6 +79,14 @@ export function createDataService(runtime: Runtime, readiness = new Readiness())
   readiness.addDetail('changeNotifications', () =>
     Promise.resolve({ listening: runtime.changeEvents()?.isListening ?? false }),
   );
+  // Each replica's lag and whether reads go to it; they never make the service unready: the
+  // primary answers while they are aside.
+  if (runtime.reads.hasReplicas) {
+    readiness.addDetail('replicas', async () => ({
+      maxLagSeconds: runtime.config.REPLICA_MAX_LAG_SECONDS,
+      replicas: runtime.reads.status(),
+    }));
+  }
   return createHttpService({
     name: DATA_SERVICE_NAME,
     logger: runtime.logger.child({ service: DATA_SERVICE_NAME }),

@@ -5,6 +5,7 @@ import type { Config } from '../../shared/config.ts';
 import type { Check, DoctorCheck, DoctorContext } from '../../shared/diagnostics.ts';
 import { pendingMigrations } from '../../shared/db/migrationState.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
+import { checkReplicas } from '../../shared/db/replicaCheck.ts';
 import { readTimescaleState } from '../../shared/db/timescale.ts';
 import { redactDsn } from '../../shared/logger.ts';
 import { printable } from '../../shared/printable.ts';
@@ -26,6 +27,7 @@ import { EXIT } from '../exitCodes.ts';
  * ticker has exactly one leader among the connected workers.
  */
 export const EXTRA_CHECKS: DoctorCheck[] = [
+  checkReplicas,
   checkWorkers,
   workerCheck,
   checkJobQueue,

@@ -38,6 +38,16 @@ export const fromWire = <T extends { timestamp: number }>(row: T) => ({
  * whether all are empty.
  */
 export const runTextRow = z.object({ empty: z.boolean(), items: z.string() });
+/**
+ * A run's text with the currency's rollup revision read by the same statement, so as of the
+ * same snapshot as the rows: a text is kept under a revision only if it was computed at it.
+ */
+const revisedRunTextRow = runTextRow.extend({ revision: z.number() });
+
+/** A currency's rollup revision inside a statement (0 before its first rewrite). */
+export const revisionOf = (code: SqlFragment | string) =>
+  sql.fragment`(SELECT coalesce(max(revision), 0) FROM rollup_revisions r
+                WHERE r.currency_code = ${code})`;
 /** Which run a bucket belongs to, where runs cannot be cut in time (see numberedRunsQuery). */
 const RUN_NUMBER = sql.fragment`(row_number() OVER (ORDER BY bucket) - 1) / ${RUN_BUCKETS}`;
 
@@ -57,7 +67,7 @@ export function runsJsonQuery(
   runs: readonly Run[],
 ) {
   const own = mergeAdjacent(runs.flatMap((run) => clip(segments, run.start, run.end)));
-  return runsQuery(runs, perRunQuery(request, own, seeds, shape));
+  return runsQuery(runs, perRunQuery(request, own, seeds, shape), request.code);
 }
 
 function segmentSource(code: string, segment: Segment, run?: RunBounds): SqlFragment {
@@ -140,14 +150,15 @@ function perRunQuery(
  * its rows): one row per run, in order. Cheaper than numbering a whole answer's rows and
  * sorting them into runs, and no run groups enough buckets for a hash aggregate to spill.
  */
-function runsQuery(runs: readonly Run[], perRun: SqlFragment) {
+function runsQuery(runs: readonly Run[], perRun: SqlFragment, code: string) {
   const instants = (pick: 'start' | 'end') =>
     sql.array(
       runs.map((run) => new Date(run[pick]).toISOString()),
       'timestamptz',
     );
-  return sql.type(runTextRow)`
-    SELECT run.lo, run.hi, coalesce(answer.empty, true) AS empty, coalesce(answer.items, '') AS items
+  return sql.type(revisedRunTextRow)`
+    SELECT run.lo, run.hi, coalesce(answer.empty, true) AS empty, coalesce(answer.items, '') AS items,
+           ${revisionOf(code)} AS revision
     FROM unnest(${instants('start')}, ${instants('end')}) WITH ORDINALITY AS run(lo, hi, n)
     CROSS JOIN LATERAL (${perRun}) AS answer
     ORDER BY run.n`;

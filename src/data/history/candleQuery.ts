@@ -58,6 +58,8 @@ export async function queryOpensJson(
 
 /** A run's JSON text (its items joined by commas) and whether none of its buckets holds data. */
 type RunText = { items: string | Buffer; empty: boolean };
+/** A fetched run's text and the currency's revision as of the rows it was made from. */
+type FetchedRun = RunText & { revision: number };
 
 /**
  * An answer on a fixed UTC grid, run by run (see planRuns): settled runs come from the cache
@@ -89,8 +91,12 @@ async function jsonByRuns(
     if (texts[index]) continue;
     const text = found.get(run)!;
     const key = keys[index];
-    // Encoded once: the body then takes the kept Buffer as it is.
-    texts[index] = key ? keep(cache!, key, text) : text;
+    // Kept only when made at the revision of its key: the plan and the rows are read by separate
+    // statements, and a recomputed backfill may commit (or be replayed, on a replica) between
+    // them; its text is right for this answer but not for the plan's revision. Encoded once:
+    // the body then takes the kept Buffer as it is.
+    texts[index] =
+      key && text.revision === plan.freshness.revision ? keep(cache!, key, text) : text;
   }
   return {
     pieces: jsonArrayPieces(texts.map((text) => text!.items)),
@@ -114,7 +120,7 @@ async function computeRuns(
   plan: Plan,
   shape: ItemShape,
   runs: readonly Run[],
-): Promise<Array<[Run, RunText]>> {
+): Promise<Array<[Run, FetchedRun]>> {
   const batches = batchRuns(runs, request);
   const results = await Promise.all(
     batches.map((batch) => {
@@ -123,7 +129,7 @@ async function computeRuns(
     }),
   );
   return batches.flatMap((batch, b) =>
-    batch.map((run, i): [Run, RunText] => [run, results[b]![i]!]),
+    batch.map((run, i): [Run, FetchedRun] => [run, results[b]![i]!]),
   );
 }
 

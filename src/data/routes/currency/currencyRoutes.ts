@@ -1,5 +1,5 @@
-import type { DatabasePool } from 'slonik';
 import { z } from 'zod';
+import type { ReadRouter } from '../../../shared/db/readRouter.ts';
 import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
@@ -17,9 +17,8 @@ import type { SnapshotCache } from './snapshotCache.ts';
 import type { ReadGates } from '../../readGates.ts';
 
 export interface CurrencyRouteDeps {
-  pool: DatabasePool;
-  /** History reads only. */
-  readPool: DatabasePool;
+  /** History: a replica close enough to the primary, else the primary's read pool. */
+  reads: ReadRouter;
   gates: ReadGates;
   requireScope: ScopeGuard;
   maxPoints: number;
@@ -101,10 +100,12 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
         const to = new Date();
         const from = new Date(to.getTime() - query.hours * 3_600_000);
         // The first price of each bucket is its candle's open, so the rollup planner answers.
-        const answer = await queryOpensJson(
-          deps.readPool,
-          { code: params.code, from, to, intervalSeconds: query.intervalSeconds },
-          { requireCurrency: true, cache: deps.historyCache },
+        const answer = await deps.reads.expensive((db) =>
+          queryOpensJson(
+            db,
+            { code: params.code, from, to, intervalSeconds: query.intervalSeconds },
+            { requireCurrency: true, cache: deps.historyCache },
+          ),
         );
         if (answer.empty) {
           ctx.status = 204;

@@ -179,7 +179,7 @@ export function registerTrainingSessionRoutes(registry: RouteRegistry, deps: Sig
       },
       errors: [401, 403, 503],
       handler: async (ctx, { query }) => {
-        const rows = await listTrainingSessions(deps.pool, query, query);
+        const rows = await deps.reads.quick((db) => listTrainingSessions(db, query, query));
         ctx.body = { trainingSessions: rows.map(present) };
       },
     }),
