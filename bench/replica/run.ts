@@ -12,6 +12,7 @@
 // one reading the primary and one reading the replica.
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { sql } from 'slonik';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import { loadConfig } from '../../src/shared/config.ts';
@@ -77,6 +78,12 @@ async function main() {
   const pool = await createDatabasePool(url);
   log(`history: ${codes.length} currencies × ${args.days} days of minutes`);
   await generateHistory(pool, codes, Number(args.days), log);
+  // The routes answer 404 for a code missing from the currency list.
+  await pool.query(sql.unsafe`
+    INSERT INTO currencies (code, name)
+    SELECT code, 'Benchmark ' || code FROM unnest(${sql.array(codes, 'text')}) AS code
+    ON CONFLICT (code) DO NOTHING
+  `);
   await refreshRollups(pool, { settleSeconds: 120 });
   const token = (await createToken(pool, `bench-replica-${Date.now()}`, ['read'])).token;
   log('making the replica (pg_basebackup)…');
@@ -128,11 +135,22 @@ async function main() {
         .map((l) => l.toFixed(1))
         .join(' ')}`,
     );
+    // Which server answered the replica-routed module's reads (a lagging replica goes aside).
+    const metrics = await (await fetch(`${onReplica.url}/metrics`)).text();
+    log(`reads of the module on the replica, by server: ${routedReads(metrics)}`);
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
     await removeReplica(replica, ADMIN_URL);
     await pool.end();
   }
+}
+
+function routedReads(metrics: string): string {
+  return metrics
+    .split('\n')
+    .filter((line) => line.startsWith('database_routed_reads_total'))
+    .map((line) => line.replace('database_routed_reads_total', ''))
+    .join(', ');
 }
 
 async function waitForReplicaInUse(server: DataProcess) {
