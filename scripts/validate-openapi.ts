@@ -7,6 +7,7 @@ import pg from 'pg';
 import { createApiService } from '../src/api/service.ts';
 import { createDataService } from '../src/data/service.ts';
 import { loadConfig } from '../src/shared/config.ts';
+import { ReadRouter } from '../src/shared/db/readRouter.ts';
 import { createLogger } from '../src/shared/logger.ts';
 import type { Runtime } from '../src/shared/runtime.ts';
 
@@ -34,8 +35,13 @@ function documentsOnlyRuntime(): Runtime {
     logger: createLogger('silent'),
     pool: refuse as Runtime['pool'],
     readPool: refuse as Runtime['readPool'],
+    reads: new ReadRouter({
+      pool: refuse as Runtime['pool'],
+      readPool: refuse as Runtime['readPool'],
+    }),
     // node-postgres pools connect on first use only, which never comes.
     pgPool: new pg.Pool({ connectionString: config.DATABASE_URL }),
+    changeEvents: () => undefined,
     close: async () => {},
   };
 }

@@ -1,13 +1,11 @@
 import type { Task } from 'graphile-worker';
 import { refreshRollups } from '../src/data/history/refresh.ts';
-import { renderRunTexts } from '../src/data/history/renderRunTexts.ts';
 import type { Runtime } from '../src/shared/runtime.ts';
 
 /**
  * Brings the rollups up to date: recomputes ranges that backfills marked, then materialises
  * complete buckets from the watermarks (rollup tables), or re-materialises the marked ranges
- * (continuous aggregates, whose policies do the rest). Then renders the whole hourly runs that
- * became materialised (src/data/history/runTexts.ts).
+ * (continuous aggregates, whose policies do the rest).
  */
 export function refreshRollupsTask(runtime: Runtime): Task {
   return async () => {
@@ -15,7 +13,5 @@ export function refreshRollupsTask(runtime: Runtime): Task {
       settleSeconds: runtime.config.ROLLUP_SETTLE_SECONDS,
     });
     runtime.logger.debug({ ...result }, 'rollups refreshed');
-    const texts = await renderRunTexts(runtime.pool);
-    runtime.logger.debug({ ...texts }, 'history runs rendered');
   };
 }

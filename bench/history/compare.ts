@@ -1,12 +1,14 @@
 // Before and after: the history routes of a baseline commit and of this tree, side by side.
 //
-//   npm run bench:history:compare -- --baseline <git ref> [--requests 100]
+//   npm run bench:history:compare -- --baseline <git ref> [--requests 100] [--currencies 50]
+//                                    [--cache-mb <HISTORY_CACHE_MB for both>]
 //
 // Checks the baseline out into a temporary worktree (sharing this tree's node_modules), starts
 // both data modules on the bench:history database, and sends each request to one then the
 // other, alternating which goes first, so both see the same machine at the same moment. On a
 // virtual machine whose speed drifts by ±30 % between runs, this is the fair way to tell
-// whether a change helped. Needs the data of `npm run bench:history` (run that first).
+// whether a change helped. Needs the data of `npm run bench:history` (run that first, with the
+// same --currencies). --cache-mb 0 measures every request as a first one (no run kept in memory).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,12 +35,17 @@ const QUERIES = [
   'candles/{code}?hours=2160&interval=15m',
   'candles/{code}?hours=8760&interval=4h',
   'candles/{code}?hours=8760&interval=1d&tz=Asia/Kolkata',
+  'candles/{code}?hours=8760&interval=1d&tz=Asia/Kathmandu',
+  'candles/{code}?hours=4320&interval=30m',
+  'candles/{code}?hours=720&interval=5m',
 ];
 
 const { values: args } = parseArgs({
   options: {
     baseline: { type: 'string' },
     requests: { type: 'string', default: '100' },
+    currencies: { type: 'string', default: String(BENCH_CODES.length) },
+    'cache-mb': { type: 'string' },
   },
 });
 if (!args.baseline) {
@@ -74,9 +81,12 @@ async function main() {
     });
     symlinkSync(join(root, 'node_modules'), join(worktree, 'node_modules'));
     const { token } = await createToken(pool, `compare-${Date.now()}`, ['read']);
-    const baseline = await startDataProcess(databaseUrl, join(worktree, 'bin/platform.mjs'));
+    const env: Record<string, string> =
+      args['cache-mb'] === undefined ? {} : { HISTORY_CACHE_MB: args['cache-mb'] };
+    const codes = BENCH_CODES.slice(0, Number(args.currencies));
+    const baseline = await startDataProcess(databaseUrl, join(worktree, 'bin/platform.mjs'), env);
     servers.push(baseline);
-    const current = await startDataProcess(databaseUrl);
+    const current = await startDataProcess(databaseUrl, undefined, env);
     servers.push(current);
     const requests = Number(args.requests);
     log(
@@ -87,7 +97,7 @@ async function main() {
       const times = { baseline: [] as number[], current: [] as number[] };
       const cpuBefore = [baseline.cpuMs(), current.cpuMs()];
       for (let i = -5; i < requests; i++) {
-        const path = query.replace('{code}', BENCH_CODES[(i + 5) % BENCH_CODES.length]!);
+        const path = query.replace('{code}', codes[(i + 5) % codes.length]!);
         const order =
           i % 2 === 0 ? (['baseline', 'current'] as const) : (['current', 'baseline'] as const);
         for (const which of order) {

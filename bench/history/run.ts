@@ -8,15 +8,14 @@
 // data`) and requested from another (client.ts), beside two baselines computed in SQL from the
 // raw rows. Two data processes answer: one with its cache of settled runs warm (one pass over
 // the currencies first), and one with that cache off (HISTORY_CACHE_MB=0), which is what the
-// first request of a currency-year costs: whole hourly runs then come from the texts the
-// worker rendered into the database, the rest is computed.
+// first request of a currency-year costs: every run computed from the levels and raw rows.
+// Prints the derived data's size against the raw table's too (storage.ts).
 import { fork, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { LEVEL_RELATIONS } from '../../src/data/history/levels.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
-import { renderRunTexts } from '../../src/data/history/renderRunTexts.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import { loadConfig } from '../../src/shared/config.ts';
@@ -226,7 +225,7 @@ async function main() {
         sql.unsafe`TRUNCATE price_observations, ${sql.join(
           LEVEL_RELATIONS.map((relation) => sql.identifier([relation])),
           sql.fragment`, `,
-        )}, history_run_texts`,
+        )}`,
       );
       await runtime.pool.query(sql.unsafe`UPDATE rollup_watermarks SET watermark = NULL`);
     }
@@ -243,7 +242,7 @@ async function main() {
     }
     await bulkPool.query(sql.unsafe`ANALYZE price_observations`);
 
-    // Before the refresh: the worker renders texts only for currencies in the list.
+    // The routes answer 404 for a code missing from the currency list.
     await runtime.pool.query(sql.unsafe`
       INSERT INTO currencies (code, name)
       SELECT code, 'Benchmark ' || code FROM unnest(${sql.array(codes, 'text')}) AS code
@@ -260,17 +259,6 @@ async function main() {
       if (result.caughtUp) break;
     }
     log(`rollups caught up in ${((Date.now() - refreshStarted) / 1000).toFixed(0)} s`);
-    const renderStarted = Date.now();
-    let rendered = 0;
-    for (;;) {
-      // What the worker's refresh_rollups job does after each refresh.
-      const result = await renderRunTexts(bulkPool, { timeBudgetMs: 60_000 });
-      rendered += result.rendered;
-      if (result.caughtUp) break;
-    }
-    log(
-      `${rendered} whole hourly runs rendered in ${((Date.now() - renderStarted) / 1000).toFixed(1)} s`,
-    );
     // Autovacuum would get there too; the benchmark should not measure before it has.
     for (const relation of LEVEL_RELATIONS) {
       await bulkPool.query(sql.unsafe`VACUUM ANALYZE ${sql.identifier([relation])}`);

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { LEVEL_RELATIONS } from '../../src/data/history/levels.ts';
 
 // The storage goal: everything derived from price_observations (every rollup level with
-// its indexes, and whatever history text is kept in the database) against the raw table, both
-// with their indexes. The ratio does not depend on how many currencies or days were generated.
+// its indexes; no history text is kept in the database) against the raw table, both with their
+// indexes. The ratio does not depend on how many currencies or days were generated.
 
 const sizeRow = z.object({ relation: z.string(), bytes: z.number() });
 
@@ -14,7 +14,7 @@ export async function measureStorage(pool: DatabasePool) {
     SELECT relation, (CASE WHEN h.hypertable_name IS NOT NULL
                            THEN hypertable_size(relation::regclass)
                            ELSE pg_total_relation_size(relation::regclass) END)::float8 AS bytes
-    FROM unnest(${sql.array(['price_observations', ...LEVEL_RELATIONS, 'history_run_texts'], 'text')})
+    FROM unnest(${sql.array(['price_observations', ...LEVEL_RELATIONS], 'text')})
       AS relation
     LEFT JOIN timescaledb_information.hypertables h ON h.hypertable_name = relation
     WHERE to_regclass(relation) IS NOT NULL

@@ -26,6 +26,7 @@ import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
 import { writeMinutePricesCsv } from '../../test/support/prices.ts';
 import { runFlood } from './flood.ts';
+import { runRefusalCost } from './refusalCost.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -218,6 +219,8 @@ async function main() {
   process.exitCode = failed ? 1 : 0;
 }
 
-// `npm run bench:load -- --flood`: the admission-control scenario (flood.ts) instead.
+// `npm run bench:load -- --flood`: the admission-control scenario (flood.ts) instead;
+// `-- --refusal-cost`: what one refused request costs the API (refusalCost.ts).
 if (process.argv.includes('--flood')) await runFlood();
+else if (process.argv.includes('--refusal-cost')) await runRefusalCost();
 else await main();

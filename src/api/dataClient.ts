@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { abandonmentSignal, RequestAbandonedError } from '../shared/abandonment.ts';
+import type { ChangeEvents } from '../shared/db/changeEvents.ts';
 import { DependencyUnavailableError, OverloadedError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import { counter } from '../shared/metrics.ts';
@@ -60,9 +61,27 @@ export interface DataClientOptions {
   baseUrl: string;
   token?: string;
   timeoutMs: number;
-  /** How long a snapshot of current prices is reused; 0 disables the cache. */
+  /**
+   * How long a snapshot of current prices is reused without hearing of changes; 0 disables the
+   * cache. While `events` listens, a snapshot is reused until a change is heard instead.
+   */
   cacheMs: number;
+  /** Change notifications of the database (src/shared/db/changeEvents.ts). */
+  events?: ChangeEvents;
   logger: Logger;
+}
+
+/**
+ * While changes are heard a snapshot is reused until the next one, but no longer than this: its
+ * 24-hour figures slide with the clock, and the data module renews its own once a minute.
+ */
+const SNAPSHOT_MAX_AGE_MS = 60_000;
+
+interface KeptSnapshot {
+  at: number;
+  /** The market topic's generation when the fetch began; -1 when changes were not heard. */
+  generation: number;
+  byCode: Map<string, DisplayCurrency>;
 }
 
 const dataCalls = counter(
@@ -76,26 +95,54 @@ const PAGE = 1000;
 
 export class DataClient {
   private readonly options: DataClientOptions;
-  private snapshot: { at: number; byCode: Map<string, DisplayCurrency> } | undefined;
-  private inflight: Promise<Map<string, DisplayCurrency>> | undefined;
+  private snapshot: KeptSnapshot | undefined;
+  private inflight: { generation: number; promise: Promise<KeptSnapshot> } | undefined;
 
   constructor(options: DataClientOptions) {
     this.options = { ...options, baseUrl: options.baseUrl.replace(/\/$/, '') };
   }
 
   /**
-   * Current price of every priced currency by code; reused for `cacheMs`, one fetch at a time.
+   * Current price of every priced currency by code, one fetch at a time. Reused until a change
+   * of the prices is heard (at most a minute), or for `cacheMs` while changes cannot be heard.
+   * The same Map object comes back for as long as it is reused (callers may key on it).
    * `fresh` asks the data module now and leaves the cache alone (the live gateway's re-reads
    * must neither see nor change what the HTTP routes reuse).
    */
   async currentPrices(options: { fresh?: boolean } = {}): Promise<Map<string, DisplayCurrency>> {
-    if (options.fresh) return this.fetchSnapshot(false);
-    const cached = this.snapshot;
-    if (cached && Date.now() - cached.at < this.options.cacheMs) return cached.byCode;
-    this.inflight ??= this.fetchSnapshot().finally(() => {
-      this.inflight = undefined;
-    });
-    return this.inflight;
+    if (options.fresh) return (await this.fetchSnapshot(-1)).byCode;
+    const events = this.options.events;
+    const generation = events?.isListening ? events.generation('market') : -1;
+    const kept = this.snapshot;
+    if (kept && this.stillCurrent(kept, generation)) return kept.byCode;
+    const shared =
+      this.inflight?.generation === generation ? this.inflight : this.startFetch(generation);
+    return (await shared.promise).byCode;
+  }
+
+  /** One fetch per generation at a time; its answer is kept unless a later one already is. */
+  private startFetch(generation: number) {
+    const entry = {
+      generation,
+      promise: this.fetchSnapshot(generation).then((fetched) => {
+        if (!this.snapshot || this.snapshot.at <= fetched.at) this.snapshot = fetched;
+        return fetched;
+      }),
+    };
+    this.inflight = entry;
+    void entry.promise
+      .finally(() => {
+        if (this.inflight === entry) this.inflight = undefined;
+      })
+      .catch(() => {});
+    return entry;
+  }
+
+  private stillCurrent(kept: KeptSnapshot, generation: number): boolean {
+    const age = Date.now() - kept.at;
+    if (this.options.cacheMs === 0) return false;
+    if (generation === -1) return kept.generation === -1 && age < this.options.cacheMs;
+    return kept.generation === generation && age < SNAPSHOT_MAX_AGE_MS;
   }
 
   async currentPrice(code: string): Promise<DisplayCurrency | undefined> {
@@ -192,29 +239,40 @@ export class DataClient {
     await response.body?.cancel();
   }
 
-  private async fetchSnapshot(store = true): Promise<Map<string, DisplayCurrency>> {
+  /**
+   * Reads the whole list. Always with `Cache-Control: no-cache`: the data module then includes
+   * every change committed before the call, even one it has not heard of yet (we may have).
+   */
+  private async fetchSnapshot(generation: number): Promise<KeptSnapshot> {
+    const at = Date.now();
     const byCode = new Map<string, DisplayCurrency>();
     // The data module pages its list (at most PAGE a request); a short page is the last.
     for (let offset = 0; ; offset += PAGE) {
       const response = await this.request(
         `/data/currency/all?limit=${PAGE}&offset=${offset}`,
         'all',
+        undefined,
+        { 'cache-control': 'no-cache' },
       );
       const { currencies } = await this.readJson(response, 'all', currencyList);
       for (const c of currencies) byCode.set(c.currencyCode, c);
       if (currencies.length < PAGE) break;
     }
-    if (store) this.snapshot = { at: Date.now(), byCode };
-    return byCode;
+    return { at, generation, byCode };
   }
 
   /** Any answer the API can use (2xx, 404); everything else becomes a 503 for our caller. */
-  private async request(path: string, route: string, abandoned?: AbortSignal): Promise<Response> {
+  private async request(
+    path: string,
+    route: string,
+    abandoned?: AbortSignal,
+    headers: Record<string, string> = {},
+  ): Promise<Response> {
     const timeout = AbortSignal.timeout(this.options.timeoutMs);
     let response: Response;
     try {
       response = await fetch(`${this.options.baseUrl}${path}`, {
-        headers: { accept: 'application/json', ...this.authorization() },
+        headers: { accept: 'application/json', ...headers, ...this.authorization() },
         signal: abandoned ? AbortSignal.any([timeout, abandoned]) : timeout,
       });
     } catch (error) {

@@ -53,6 +53,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     token: options.dataToken ?? config.DATA_TOKEN,
     timeoutMs: config.DATA_TIMEOUT_MS,
     cacheMs: config.DATA_CACHE_MS,
+    events: runtime.changeEvents(),
     logger,
   });
   const timeouts = sessionTimeouts(config);
@@ -114,6 +115,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
   });
   if (profile !== 'docs') readiness.addCheck('dataModule', () => data.ping());
 
+  const cors = corsForAllowedOrigins(allowedOrigins(config));
   const service = createHttpService({
     name: API_SERVICE_NAME,
     logger,
@@ -124,9 +126,10 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     trustProxy: config.API_TRUST_PROXY,
     // Metrics name routes, outcomes and load: not for the public port (the ops listener has them).
     metrics: false,
+    earlyRefusalMiddleware: [cors],
     middleware: (app) => [
       authorizeErrorShape,
-      corsForAllowedOrigins(allowedOrigins(config)),
+      cors,
       createSessionMiddleware(app, {
         pool: runtime.pool,
         timeouts,

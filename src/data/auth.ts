@@ -1,10 +1,9 @@
 import type { Context, Next } from 'koa';
-import type { DatabasePool } from 'slonik';
 import { ForbiddenError, UnauthorizedError } from '../shared/errors.ts';
 import { networkMatcher, plainAddress } from '../shared/http/clientAddress.ts';
 import type { HeaderSpec } from '../shared/http/routes.ts';
 import type { Scope } from './tokens/tokenRules.ts';
-import { verifyToken } from './tokens/tokenStore.ts';
+import type { VerifiedTokens } from './tokens/verifiedTokens.ts';
 
 const CHALLENGE = { 'WWW-Authenticate': 'Bearer realm="data"' };
 
@@ -21,7 +20,7 @@ export const challengeHeaders: Record<string, HeaderSpec> = {
  * Bearer-token guard of the data module. Callers from DATA_TRUSTED_NETWORKS pass without a
  * token, as existing deployments rely on; everyone else needs a token holding the scope.
  */
-export function createScopeGuard(pool: DatabasePool, trustedCidrs: string[]) {
+export function createScopeGuard(tokens: VerifiedTokens, trustedCidrs: string[]) {
   const isTrusted = networkMatcher(trustedCidrs);
 
   return function requireScope(scope: Scope) {
@@ -34,7 +33,7 @@ export function createScopeGuard(pool: DatabasePool, trustedCidrs: string[]) {
       }
       const match = /^Bearer\s+(\S+)$/i.exec(header);
       if (!match?.[1]) throw new UnauthorizedError('A bearer token is required', CHALLENGE);
-      const caller = await verifyToken(pool, match[1]);
+      const caller = await tokens.verify(match[1]);
       if (!caller) {
         throw new UnauthorizedError('The token is unknown or revoked', {
           'WWW-Authenticate': 'Bearer realm="data", error="invalid_token"',

@@ -11,6 +11,8 @@ import { readRollupStatus } from './history/rollupState.ts';
 import { RunCache } from './history/runCache.ts';
 import { registerCandleRoutes } from './routes/candles/candleRoutes.ts';
 import { registerCurrencyRoutes } from './routes/currency/currencyRoutes.ts';
+import { SnapshotCache } from './routes/currency/snapshotCache.ts';
+import { VerifiedTokens } from './tokens/verifiedTokens.ts';
 import { registerPriceBulkRoutes } from './routes/prices/bulkRoutes.ts';
 import { registerNewsSentimentRoutes } from './routes/newsSentiment/newsSentimentRoutes.ts';
 import { registerPredictionRoutes } from './routes/predictions/predictionRoutes.ts';
@@ -22,11 +24,15 @@ export const DATA_SERVICE_NAME = 'data';
 /** Registers every data-module route; later modules (ingest, signals, analysts) add theirs here. */
 export function dataRoutes(runtime: Runtime): RouteRegistry {
   const registry = new RouteRegistry({ errorHeaders: { 401: challengeHeaders } });
-  const requireScope = createScopeGuard(runtime.pool, runtime.config.DATA_TRUSTED_NETWORKS);
+  const events = runtime.changeEvents();
+  const requireScope = createScopeGuard(
+    new VerifiedTokens(runtime.pool, events),
+    runtime.config.DATA_TRUSTED_NETWORKS,
+  );
   const gates = readGates(runtime.config);
   const deps = {
     pool: runtime.pool,
-    readPool: runtime.readPool,
+    reads: runtime.reads,
     gates,
     requireScope,
     maxPoints: runtime.config.HISTORY_MAX_POINTS,
@@ -34,7 +40,9 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
       runtime.config.HISTORY_CACHE_MB > 0
         ? new RunCache(runtime.config.HISTORY_CACHE_MB * 1024 * 1024)
         : undefined,
-    dayStats: new DayStatsCache(runtime.pool),
+    // Built on the primary: a change heard is committed there, while a replica may not have
+    // replayed it yet (a list built from it would be kept as if current).
+    snapshot: new SnapshotCache(runtime.pool, new DayStatsCache(runtime.pool), events),
     bulk: {
       maxItems: runtime.config.SIGNAL_BULK_MAX_ITEMS,
       maxBytes: runtime.config.SIGNAL_BULK_MAX_BYTES,
@@ -53,7 +61,7 @@ export function dataRoutes(runtime: Runtime): RouteRegistry {
   registerNewsSentimentRoutes(registry, deps);
   registerPredictionRoutes(registry, deps);
   registerTrainingSessionRoutes(registry, deps);
-  registerCandleRoutes(registry, { ...deps, pool: runtime.readPool, logger: runtime.logger });
+  registerCandleRoutes(registry, { ...deps, logger: runtime.logger });
   return registry;
 }
 
@@ -66,6 +74,19 @@ export function createDataService(runtime: Runtime, readiness = new Readiness())
     if (pending.length > 0) throw new Error(`pending migrations: ${pending.join(', ')}`);
   });
   readiness.addDetail('rollups', () => readRollupStatus(runtime.pool));
+  // Whether the snapshot and token checks may be answered from memory (false: every request
+  // reads the database until the notification connection is back).
+  readiness.addDetail('changeNotifications', () =>
+    Promise.resolve({ listening: runtime.changeEvents()?.isListening ?? false }),
+  );
+  // Each replica's lag and whether reads go to it; they never make the service unready: the
+  // primary answers while they are aside.
+  if (runtime.reads.hasReplicas) {
+    readiness.addDetail('replicas', async () => ({
+      maxLagSeconds: runtime.config.REPLICA_MAX_LAG_SECONDS,
+      replicas: runtime.reads.status(),
+    }));
+  }
   return createHttpService({
     name: DATA_SERVICE_NAME,
     logger: runtime.logger.child({ service: DATA_SERVICE_NAME }),

@@ -2,7 +2,7 @@ import { listen } from '../shared/http/server.ts';
 import type { Runtime } from '../shared/runtime.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import { generateCurrencies } from './currencies/generator.ts';
-import { exposeIngestTotals } from './ingest/totals.ts';
+import { exposeIngestTotals } from './ingest/totalsMetrics.ts';
 import { createDataService } from './service.ts';
 
 /**

@@ -67,6 +67,36 @@ export const configSchema = z.object({
     .default('postgres://127.0.0.1:5432/platform')
     .transform(withDefaultUser)
     .describe('PostgreSQL/TimescaleDB connection string; the database is created if missing.'),
+  READ_DATABASE_URL: z
+    .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((url) => url.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.url({ protocol: /^postgres(ql)?$/ }).transform(withDefaultUser)).min(1))
+    .optional()
+    .describe(
+      'Comma-separated connection strings of physical streaming replicas of DATABASE_URL: history, ' +
+        'candles, export and the signal read-backs read from them (writes, tokens, sessions, jobs, ' +
+        'the snapshot built once per change, and read-your-writes stay on DATABASE_URL). Unset: ' +
+        'every read goes to DATABASE_URL.',
+    ),
+  REPLICA_MAX_LAG_SECONDS: z.coerce
+    .number()
+    .min(0)
+    .max(3600)
+    .default(10)
+    .describe(
+      'A replica further behind the primary than this (measured from WAL positions, so right when ' +
+        'the primary is idle), or unreachable, is left aside and DATABASE_URL answers until it catches up.',
+    ),
+  REPLICA_CONNECT_TIMEOUT_MS: positiveInt
+    .default(1000)
+    .describe(
+      'Longest wait for a new connection to a replica (ms); past it the read goes to DATABASE_URL.',
+    ),
   HOST: z
     .string()
     .min(1)
@@ -144,6 +174,12 @@ export const configSchema = z.object({
     .url()
     .default('https://api.binance.com')
     .describe('Base URL of the Binance spot API (ticker prices; klines for `backfill --source`).'),
+  BINANCE_ARCHIVE_URL: z
+    .url()
+    .default('https://data.binance.vision')
+    .describe(
+      "Base URL of Binance's public kline archives (`backfill --source binance-archive`: data/spot/monthly|daily/klines/… zips with their .CHECKSUM).",
+    ),
   KRAKEN_API_URL: z
     .url()
     .default('https://api.kraken.com')
@@ -336,7 +372,9 @@ export const configSchema = z.object({
     .int()
     .min(0)
     .default(2000)
-    .describe('How long the API reuses a snapshot of current prices (ms).'),
+    .describe(
+      'How long the API reuses a snapshot of current prices while it cannot hear changes (ms); while it hears them, until the next change (at most a minute). 0: never reused.',
+    ),
   DATABASE_STATEMENT_TIMEOUT_MS: positiveInt
     .default(30_000)
     .describe(

@@ -269,12 +269,55 @@ scrapeGauge(
   'max',
 );
 
+/**
+ * Minutes without observation in the look-back window that are neither healed nor known gaps
+ * (sql/0240's rule, the heal job's own), as each currency's last heal pass left them; read from
+ * the database by every worker at scrape time: aggregate with max(). Minutes an exchange failed
+ * on stay in it until a pass fills them; `platform doctor` counts them at the moment it runs.
+ */
+scrapeGauge(
+  'heal_open_gap_candles',
+  'Minutes without observation in the gap-healing look-back window that the last heal pass of each currency left open (neither healed nor known gaps).',
+  [],
+  'max',
+);
+
 /** Socket.IO clients connected to this process, by namespace. */
 scrapeGauge(
   'socketio_connected_clients',
   'Socket.IO clients connected to this process, by namespace.',
   ['namespace'],
   'sum',
+);
+
+/** Seconds of primary history each streaming replica has not replayed (WAL positions). */
+export const replicaLagSeconds = gauge(
+  'database_replica_lag_seconds',
+  "Seconds of the primary's history each read replica has not replayed yet, from WAL positions (0 when caught up, also when the primary is idle); absent while unreachable.",
+  ['replica'],
+);
+export const replicaLagBytes = gauge(
+  'database_replica_lag_bytes',
+  'Bytes of WAL the primary has written that each read replica has not replayed yet.',
+  ['replica'],
+);
+/** 1 while reads go to the replica; 0 while it is left aside (too far behind, unreachable). */
+export const replicaInUse = gauge(
+  'database_replica_in_use',
+  'Whether reads go to each replica (1) or it is left aside, too far behind or unreachable (0).',
+  ['replica'],
+);
+/** Reads routed, by the server that took them ('primary' or a replica's host:port/database). */
+export const routedReads = counter(
+  'database_routed_reads_total',
+  'Replica-eligible reads (history, candles, export, signal read-backs) by the server that answered.',
+  ['server'],
+);
+/** Reads a replica failed and the primary answered instead. */
+export const replicaFallbacks = counter(
+  'database_replica_fallbacks_total',
+  'Reads that failed on a replica (unreachable, replica conflict) and were answered by the primary.',
+  ['replica'],
 );
 
 /** GET /metrics: this process's registry in Prometheus' text format. */

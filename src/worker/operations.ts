@@ -1,4 +1,5 @@
 import { readRollupLag } from '../data/history/rollupLag.ts';
+import { recordedOpenMinutes } from '../data/ingest/heal/openGaps.ts';
 import { readAtScrape } from '../shared/metrics.ts';
 import type { RoleHandle } from '../shared/roles.ts';
 import type { Runtime } from '../shared/runtime.ts';
@@ -9,8 +10,9 @@ type RoleStarter = (runtime: Runtime) => Promise<RoleHandle>;
 
 /**
  * What every worker process does beside running jobs: a heartbeat in worker_heartbeats (doctor's
- * and readiness's "is a worker alive"), the worker_queue_depth gauge and rollup_lag_seconds (the
- * rollups the worker keeps fresh, read at scrape time). Wraps the worker role so the role itself
+ * and readiness's "is a worker alive"), the worker_queue_depth gauge, rollup_lag_seconds (the
+ * rollups the worker keeps fresh) and heal_open_gap_candles (the gaps it heals), both read at
+ * scrape time. Wraps the worker role so the role itself
  * stays about jobs.
  */
 export function withWorkerOperations(startRole: RoleStarter): RoleStarter {
@@ -18,11 +20,13 @@ export function withWorkerOperations(startRole: RoleStarter): RoleStarter {
     const heartbeat = await startHeartbeat(runtime.pool, runtime.logger);
     const sampler = startQueueDepthSampler(runtime.pool, runtime.logger);
     const stopLag = exposeRollupLag(runtime);
+    const stopGaps = exposeOpenGaps(runtime);
     let role: RoleHandle;
     try {
       role = await startRole(runtime);
     } catch (error) {
       stopLag();
+      stopGaps();
       await Promise.allSettled([sampler.stop(), heartbeat.stop()]);
       throw error;
     }
@@ -35,6 +39,7 @@ export function withWorkerOperations(startRole: RoleStarter): RoleStarter {
         } finally {
           stopped = true;
           stopLag();
+          stopGaps();
           await Promise.allSettled([sampler.stop(), heartbeat.stop()]);
         }
       },
@@ -58,6 +63,23 @@ function exposeRollupLag(runtime: Runtime): () => void {
     } catch (error) {
       if (!failing)
         runtime.logger.warn({ err: error }, 'could not read the rollup lag for /metrics');
+      failing = true;
+      return [];
+    }
+  });
+}
+
+/** heal_open_gap_candles: what the last heal pass over each currency left open, summed. */
+export function exposeOpenGaps(runtime: Runtime): () => void {
+  let failing = false;
+  return readAtScrape('heal_open_gap_candles', async () => {
+    try {
+      const minutes = await recordedOpenMinutes(runtime.pool);
+      failing = false;
+      return [{ labels: {}, value: minutes }];
+    } catch (error) {
+      if (!failing)
+        runtime.logger.warn({ err: error }, 'could not read the open gap minutes for /metrics');
       failing = true;
       return [];
     }

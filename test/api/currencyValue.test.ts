@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import type { Counter } from 'prom-client';
 import { sql } from 'slonik';
+import { metricsRegistry } from '../../src/shared/metrics.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { setSnapshot } from '../support/prices.ts';
+import { eventually } from '../support/wait.ts';
 
 let harness: ApiHarness;
 
@@ -63,18 +66,27 @@ test('GET: 400 for a missing or non-numeric shares', async () => {
   }
 });
 
-test('prices come through the snapshot cache of the data client', async () => {
+test('the data client reuses its snapshot until it hears of a change, then reads the new one', async () => {
   const cached = await startApiHarness({ DATA_CACHE_MS: '60000' });
+  const listFetches = async () => {
+    const metric = metricsRegistry.getSingleMetric('api_data_module_requests_total') as Counter;
+    const { values } = await metric.get();
+    return values
+      .filter((v) => v.labels.route === 'all' && v.labels.outcome === 'ok')
+      .reduce((sum, v) => sum + v.value, 0);
+  };
+  const valueOfEth = async () =>
+    (await cached.client().post('/api/currency/value', { currencyCode: 'ETH', shares: 1 })).body
+      .value as number;
   try {
+    await eventually(() => cached.runtime.changeEvents()!.isListening, 30_000, 'the listener');
     await setSnapshot(cached.runtime.pool, 'ETH', 10, new Date());
-    const first = await cached
-      .client()
-      .post('/api/currency/value', { currencyCode: 'ETH', shares: 1 });
+    await eventually(async () => (await valueOfEth()) === 10, 10_000, 'the first price');
+    const before = await listFetches();
+    for (let i = 0; i < 5; i += 1) expect(await valueOfEth()).toBe(10);
+    expect(await listFetches()).toBe(before);
     await setSnapshot(cached.runtime.pool, 'ETH', 20, new Date());
-    const second = await cached
-      .client()
-      .post('/api/currency/value', { currencyCode: 'ETH', shares: 1 });
-    expect([first.body.value, second.body.value]).toEqual([10, 10]);
+    await eventually(async () => (await valueOfEth()) === 20, 10_000, 'the changed price');
   } finally {
     await cached.close();
   }

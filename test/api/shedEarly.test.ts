@@ -10,9 +10,13 @@ import { setSnapshot } from '../support/prices.ts';
 // limit after the session lookup. Every refusal is counted by route group and reason.
 
 let harness: ApiHarness;
+const ALLOWED_ORIGIN = 'https://web.example.com';
 
 beforeAll(async () => {
-  harness = await startApiHarness({ API_RATE_LIMIT_ANONYMOUS: '3' });
+  harness = await startApiHarness({
+    API_RATE_LIMIT_ANONYMOUS: '3',
+    API_ALLOWED_ORIGINS: ALLOWED_ORIGIN,
+  });
   // A priced currency: its history is answered (the limit is what this test is about).
   await setSnapshot(harness.runtime.pool, 'BTC', 100, new Date());
 }, 60_000);
@@ -50,6 +54,16 @@ test('an address over the anonymous history limit is refused early, however it s
     expect(refusal.body.error.message).toMatch(/anonymous history requests/);
   }
   expect(await anonymousHistoryShed()).toBe(before + refusals.length);
+
+  // A page on an allowed origin can read its refusal (and Retry-After), as from any other route.
+  const fromPage = await history(undefined, { origin: ALLOWED_ORIGIN });
+  expect(fromPage.status).toBe(429);
+  expect(fromPage.headers.get('access-control-allow-origin')).toBe(ALLOWED_ORIGIN);
+  expect(fromPage.headers.get('access-control-allow-credentials')).toBe('true');
+  expect(fromPage.headers.get('access-control-expose-headers')).toMatch(/Retry-After/);
+  const foreign = await history(undefined, { origin: 'https://evil.example' });
+  expect(foreign.status).toBe(429);
+  expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
 
   // The same address signed in is counted against its user, not refused with the anonymous.
   const { client } = await harness.signedInClient();

@@ -1,25 +1,25 @@
-import { request } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { startDataModule, type DataModuleHarness } from '../support/dataModule.ts';
 import { setSnapshot } from '../support/prices.ts';
-import { lockPrices, runningQueries } from '../support/slowReads.ts';
+import {
+  expectAbandonedSqlStops as stopsWhenAbandoned,
+  lockPrices,
+  runningQueries,
+} from '../support/slowReads.ts';
 import { until } from '../support/wait.ts';
 
 // A request given up on (client gone, deadline passed) must not leave its SQL running. The slow
 // query is real (see support/slowReads.ts): history reads wait in the database on a lock.
 
-const LONG = { DATABASE_STATEMENT_TIMEOUT_MS: '600000', REQUEST_TIMEOUT_MS: '600000' };
-
-/** Starts a GET and returns a function that drops the connection (the client leaving). */
-function startRequest(url: string, token?: string) {
-  const req = request(url, { headers: token ? { authorization: `Bearer ${token}` } : {} });
-  req.on('error', () => {});
-  req.end();
-  return () => req.destroy();
-}
+// No deadline may end the reads first (the API's call to the data module included).
+const LONG = {
+  DATABASE_STATEMENT_TIMEOUT_MS: '600000',
+  REQUEST_TIMEOUT_MS: '600000',
+  DATA_TIMEOUT_MS: '600000',
+};
 
 async function expectAbandonedSqlStops(
   pool: DatabasePool,
@@ -27,19 +27,12 @@ async function expectAbandonedSqlStops(
   url: string,
   token?: string,
 ) {
-  const lock = await lockPrices(pgPool);
-  try {
-    const leave = startRequest(url, token);
-    await until(async () => (await runningQueries(pool, lock.pid)) > 0, 60_000, 'the slow query');
-    leave();
-    await until(
-      async () => (await runningQueries(pool, lock.pid)) === 0,
-      30_000,
-      'the abandoned query to stop',
-    );
-  } finally {
-    await lock.release();
-  }
+  await stopsWhenAbandoned({
+    pool,
+    pgPool,
+    url,
+    ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+  });
 }
 
 describe('abandoned requests in the data module', () => {

@@ -64,39 +64,48 @@ describe('a year-long export at one second with fill=previous', () => {
     await data?.close();
   });
 
-  test('sends its first rows at once, and the client leaving stops its SQL', async () => {
-    const url =
-      `${data.server.url}/data/candles/BTC/export?from=${from.toISOString()}` +
-      `&to=${to.toISOString()}&interval=1s&fill=previous`;
-    const exported = startExport(url, data.readToken);
-    expect((await exported.response).statusCode).toBe(200);
-    // Header and the first filled rows, carried in from the observation before the window. A
-    // ceiling, not a timing: computing the whole year before the first row takes minutes.
-    const firstRows = await valueOf(
-      async () => {
-        const lines = exported.received().split('\n');
-        return lines.length > 3 ? lines.slice(0, 3) : undefined;
-      },
-      10_000,
-      'the first rows of the export',
-    );
-    expect(firstRows[0]).toBe('timestamp,open,high,low,close,volume,count');
-    expect(firstRows[1]).toBe(`${from.toISOString()},100,100,100,100,0,0`);
-    expect(firstRows[2]).toBe(
-      `${new Date(from.getTime() + 1000).toISOString()},100,100,100,100,0,0`,
-    );
+  // Observations at noon of each day of the window, the window starting at midnight: its first
+  // second carries the close from before it, or lies halfway between the two around it.
+  test.each([
+    ['previous', '100'],
+    ['linear', '100.5'],
+  ])(
+    'fill=%s: sends its first rows at once, and the client leaving stops its SQL',
+    async (fill, first) => {
+      const url =
+        `${data.server.url}/data/candles/BTC/export?from=${from.toISOString()}` +
+        `&to=${to.toISOString()}&interval=1s&fill=${fill}`;
+      const exported = startExport(url, data.readToken);
+      expect((await exported.response).statusCode).toBe(200);
+      // Header and the first filled rows. A ceiling, not a timing: computing the whole year before
+      // the first row takes minutes.
+      const firstRows = await valueOf(
+        async () => {
+          const lines = exported.received().split('\n');
+          return lines.length > 3 ? lines.slice(0, 3) : undefined;
+        },
+        10_000,
+        'the first rows of the export',
+      );
+      expect(firstRows[0]).toBe('timestamp,open,high,low,close,volume,count');
+      expect(firstRows[1]).toBe(`${from.toISOString()},${first},${first},${first},${first},0,0`);
+      const [second, ...values] = firstRows[2]!.split(',');
+      expect(second).toBe(new Date(from.getTime() + 1000).toISOString());
+      expect(Number(values[3])).toBeCloseTo(fill === 'previous' ? 100 : 100.5 + 1 / 86_400, 9);
 
-    exported.hangUp();
-    const left = Date.now();
-    await eventually(
-      async () => (await busySessions(data.runtime.pool)) === 0,
-      10_000,
-      "the export's SQL to stop",
-    );
-    // The rule: no abandoned SQL still running 2 s after its request ended (slack for a loaded
-    // machine's polling on top).
-    expect(Date.now() - left).toBeLessThan(2_000 + 1_000);
-  }, 120_000);
+      exported.hangUp();
+      const left = Date.now();
+      await eventually(
+        async () => (await busySessions(data.runtime.pool)) === 0,
+        10_000,
+        "the export's SQL to stop",
+      );
+      // The rule: no abandoned SQL still running 2 s after its request ended (slack for a loaded
+      // machine's polling on top).
+      expect(Date.now() - left).toBeLessThan(2_000 + 1_000);
+    },
+    120_000,
+  );
 });
 
 describe('the export, slice by slice, equals the one-statement answer', () => {
@@ -180,10 +189,35 @@ describe('the export, slice by slice, equals the one-statement answer', () => {
       },
     ],
     [
-      '30m, linear (one statement)',
+      '30m, linear',
       {
         ...window('2024-03-30T00:00:00Z', '2024-03-31T06:00:00Z'),
         intervalSeconds: 1800,
+        fill: 'linear',
+      },
+    ],
+    [
+      '20m, linear, past the last observation and before the first',
+      {
+        ...window('2024-03-08T20:00:00Z', '2024-03-11T00:00:00Z'),
+        intervalSeconds: 1200,
+        fill: 'linear',
+      },
+    ],
+    [
+      '1h, linear, Berlin across fall back, unaligned',
+      {
+        ...window('2024-10-26T13:30:00Z', '2024-10-29T00:00:00Z'),
+        intervalSeconds: 3600,
+        fill: 'linear',
+        timeZone: 'Europe/Berlin',
+      },
+    ],
+    [
+      '1d, linear, across the gaps between the three stretches',
+      {
+        ...window('2024-03-01T00:00:00Z', '2024-11-10T00:00:00Z'),
+        intervalSeconds: 86_400,
         fill: 'linear',
       },
     ],

@@ -11,7 +11,6 @@ import type { CandleRequest } from '../../src/data/history/request.ts';
 import { RunCache } from '../../src/data/history/runCache.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
-import { renderRunTexts } from '../../src/data/history/renderRunTexts.ts';
 import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';
 import { asJson, bruteForceCandles, random, randomCandles } from '../support/candles.ts';
 import { insertCandles, type Candle } from '../support/prices.ts';
@@ -84,7 +83,6 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
       settleSeconds: 36 * 3600,
       runPolicies: true,
     });
-    await renderRunTexts(runtime.pool); // as the worker's refresh_rollups job does
     return result;
   }
 

@@ -6,7 +6,6 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
-import { renderRunTexts } from '../../src/data/history/renderRunTexts.ts';
 import { dedicatedConnection } from '../../src/data/ingest/connection.ts';
 import { BinanceKlineClient } from '../../src/data/ingest/exchange/binanceKlines.ts';
 import {
@@ -28,9 +27,9 @@ import { insertCandles, writeMinutePricesCsv } from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
 // The rollups recompute only ranges marked in price_invalidations; a raw price written behind
-// the settle window without a mark would stay invisible in history answers (rollups, cached and
-// rendered runs) for good. Every way a price gets into price_observations is exercised here: a
-// price is written into an hour that is settled, rolled up, rendered and cached, and it must be
+// the settle window without a mark would stay invisible in history answers (rollups and cached
+// runs) for good. Every way a price gets into price_observations is exercised here: a
+// price is written into an hour that is settled, rolled up and cached, and it must be
 // marked right after the write and shown by the history route after one refresh.
 
 const MINUTE = 60_000;
@@ -82,7 +81,6 @@ beforeAll(async () => {
     );
   }
   await refresh();
-  await renderRunTexts(runtime.pool);
 }, 180_000);
 
 afterAll(async () => {
@@ -188,7 +186,7 @@ describe('a price written behind the settle window', () => {
     async (path) => {
       const code = CODES[path];
       const { end, written } = windowOf(path);
-      // Settled, rolled up, rendered and cached: the hour opens at the base price.
+      // Settled, rolled up and cached: the hour opens at the base price.
       expect(await historyValue(code, written)).toBe(BASE_PRICE);
 
       await WRITERS[path](code, written, end);

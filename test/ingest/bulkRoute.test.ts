@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
-import { exposeIngestTotals } from '../../src/data/ingest/totals.ts';
+import { exposeIngestTotals } from '../../src/data/ingest/totalsMetrics.ts';
 import { createDataService } from '../../src/data/service.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import type { RunningServer } from '../../src/shared/http/server.ts';

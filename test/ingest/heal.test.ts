@@ -4,8 +4,10 @@ import { z } from 'zod';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
 import { dedicatedConnection } from '../../src/data/ingest/connection.ts';
 import { BinanceKlineClient } from '../../src/data/ingest/exchange/binanceKlines.ts';
-import { checkKnownGaps } from '../../src/data/ingest/heal/doctorCheck.ts';
-import { healCurrency } from '../../src/data/ingest/heal/heal.ts';
+import { checkGaps } from '../../src/data/ingest/heal/doctorCheck.ts';
+import { healAll, healCurrency } from '../../src/data/ingest/heal/heal.ts';
+import { metricsRegistry } from '../../src/shared/metrics.ts';
+import { exposeOpenGaps } from '../../src/worker/operations.ts';
 import { healGapsTask } from '../../workers/healGaps.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { FakeBinance } from './fakeBinance.ts';
@@ -95,9 +97,10 @@ describe('gap healing', () => {
     const first = await heal('ETH');
     expect(first).toMatchObject({ missing: 30, filled: 10, knownGaps: 20 });
     expect(await knownGaps('ETH')).toBe(20);
-    const [doctorLine] = await checkKnownGaps({ pool: runtime.pool, config: runtime.config });
-    expect(doctorLine).toMatchObject({ name: 'gaps', ok: true });
-    expect(doctorLine?.detail).toMatch(/^20 known gap minute\(s\) in 1 currency/);
+    const doctorLines = await checkGaps({ pool: runtime.pool, config: runtime.config });
+    const known = doctorLines.find((line) => line.name === 'known-gaps');
+    expect(known).toMatchObject({ ok: true });
+    expect(known?.detail).toMatch(/^20 known gap minute\(s\) in 1 currency/);
 
     fake.requests.length = 0;
     fake.until = Date.now();
@@ -133,5 +136,59 @@ describe('gap healing', () => {
       { source: 'binance', n: 20 },
       { source: 'harvest', n: 120 - 20 },
     ]);
+  }, 60_000);
+
+  test('doctor counts the open minutes; a pass records what it left open, which the metric shows', async () => {
+    // Only this test's currencies, so that the counts over every currency are theirs.
+    await runtime.pool.query(
+      sql.unsafe`TRUNCATE price_observations, price_gaps, heal_open_gaps, heal_totals`,
+    );
+    const end = Math.floor(Date.now() / MINUTE) * MINUTE;
+    // Observed until half an hour from now, so that no minute opens at the end during the test.
+    await observe('ADA', end - 2 * HOUR, end + 30 * MINUTE, end - 50 * MINUTE, end - 30 * MINUTE);
+    await observe('LTC', end - 2 * HOUR, end + 30 * MINUTE, end - 90 * MINUTE, end - 85 * MINUTE);
+    const config = { ...runtime.config, HEAL_LOOKBACK_HOURS: 3 };
+    const doctor = async (name: string) =>
+      (await checkGaps({ pool: runtime.pool, config })).find((line) => line.name === name)?.detail;
+    const metric = async () =>
+      (await metricsRegistry.getSingleMetric('heal_open_gap_candles')?.get())?.values[0]?.value;
+    const stopMetric = exposeOpenGaps({ ...runtime, config });
+    try {
+      expect(await doctor('gaps')).toMatch(
+        /^25 open gap minute\(s\) in 2 currencies in the last 3 h/,
+      );
+      expect(await doctor('healed')).toBe('no minute healed yet');
+      expect(await metric()).toBe(0); // no pass has counted yet
+
+      // ADA heals; every request for LTC fails, so its minutes stay open.
+      fake.until = end + HOUR;
+      const [ada] = await healAll(
+        dedicatedConnection(runtime.config.DATABASE_URL),
+        [client()],
+        ['ADA'],
+        {
+          lookbackHours: 3,
+        },
+      );
+      expect(ada).toMatchObject({ missing: 20, filled: 20 });
+      fake.failAlwaysFrom = fake.requests.length + 1;
+      const [ltc] = await healAll(
+        dedicatedConnection(runtime.config.DATABASE_URL),
+        [client()],
+        ['LTC'],
+        {
+          lookbackHours: 3,
+        },
+      );
+      expect(ltc).toMatchObject({ missing: 5, filled: 0, knownGaps: 0 });
+      expect(ltc?.errors.length).toBeGreaterThan(0);
+
+      expect(await doctor('gaps')).toMatch(/^5 open gap minute\(s\) in 1 currency in the last 3 h/);
+      expect(await doctor('healed')).toBe('20 gap minute(s) healed (20 from binance)');
+      expect(await metric()).toBe(5);
+    } finally {
+      fake.failAlwaysFrom = null;
+      stopMetric();
+    }
   }, 60_000);
 });

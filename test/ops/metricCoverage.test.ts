@@ -136,6 +136,7 @@ beforeAll(async () => {
         WORKER_METRICS_PORT: String(apiOpsPort),
         DATA_URL: `http://127.0.0.1:${dataPort}`,
         DATA_TOKEN: token,
+        API_RATE_LIMIT_ANONYMOUS: '1',
       },
       apiPort,
       apiOpsPort,
@@ -189,6 +190,10 @@ test('every metric the alerts and dashboards read has samples once each role has
   // A Socket.IO client stays connected to the API while it is scraped; a request to each service.
   trader = await connectTrader(roles.api.url);
   expect((await fetch(`${roles.api.url}/api/currency/all`)).status).toBe(200);
+  // Past the anonymous history limit (1 a minute here) a request is refused (shed).
+  const history = `${roles.api.url}/api/currency/history/BTC?hours=1&intervalSeconds=60`;
+  await (await fetch(history)).arrayBuffer();
+  expect((await fetch(history)).status).toBe(429);
 
   // A rollup refresh now, rather than at the worker's next minute.
   await enqueueJob(runtime.pool, 'refresh_rollups', {});

@@ -101,6 +101,7 @@ describe('HTTP metrics after real requests', () => {
       ingest_rows_rejected_total: 'counter',
       heal_filled_candles_total: 'counter',
       heal_known_gap_candles_total: 'counter',
+      heal_open_gap_candles: 'gauge',
       harvest_cycle_duration_seconds: 'histogram',
       harvest_source_last_success_timestamp_seconds: 'gauge',
       harvest_source_fetch_errors_total: 'counter',

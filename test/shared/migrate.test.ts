@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { migrate, migrationNames } from '../../src/shared/db/migrate.ts';
 import { databaseUrl, dropDatabase, TEST_DB_PREFIX, withAdmin } from '../support/database.ts';
@@ -30,6 +33,18 @@ test('migrations apply to an empty database, in order, then have nothing left to
   expect(first.applied).toEqual(migrationNames());
   const second = await migrate(url);
   expect(second.applied).toEqual([]);
+});
+
+test('the job queue schema is recorded with its version; another version migrates it again', async () => {
+  const entry = createRequire(import.meta.url).resolve('graphile-worker');
+  const { version } = JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8'));
+  const recorded = () =>
+    query<{ name: string; version: string }>('SELECT * FROM schema_components');
+  expect(await recorded()).toEqual([{ name: 'graphile-worker', version }]);
+  // As after an upgrade of graphile-worker: the runners run again (nothing of sql/ is pending).
+  await query(`UPDATE schema_components SET version = '0.0.1'`);
+  expect((await migrate(url)).applied).toEqual([]);
+  expect(await recorded()).toEqual([{ name: 'graphile-worker', version }]);
 });
 
 test('concurrent starters apply each migration exactly once', async () => {

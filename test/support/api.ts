@@ -7,7 +7,7 @@ import type { Config } from '../../src/shared/config.ts';
 import { listen, type RunningServer } from '../../src/shared/http/server.ts';
 import { ApiClient, newAccount } from './apiClient.ts';
 import { serve } from './http.ts';
-import { createTestRuntime, type TestRuntime } from './runtime.ts';
+import { createTestRuntime, listeningForChanges, type TestRuntime } from './runtime.ts';
 
 export const TEST_SESSION_KEY = 'test-session-key-0123456789abcdef0123456789';
 
@@ -53,6 +53,7 @@ export async function startApiHarness(
     profile: options.profile,
   });
   const api = await serve(service.app);
+  await listeningForChanges(runtime);
   const harness: ApiHarness = {
     runtime,
     url: api.url,

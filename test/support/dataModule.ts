@@ -6,7 +6,7 @@ import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import type { RunningServer } from '../../src/shared/http/server.ts';
 import type { Interceptor } from 'slonik';
 import { serve } from './http.ts';
-import { createTestRuntime, type TestRuntime } from './runtime.ts';
+import { createTestRuntime, listeningForChanges, type TestRuntime } from './runtime.ts';
 
 export interface DataModuleHarness {
   runtime: TestRuntime;
@@ -27,6 +27,7 @@ export async function startDataModule(
   const readToken = (await createToken(runtime.pool, 'reader', ['read'])).token;
   const writeToken = (await createToken(runtime.pool, 'writer', ['write'])).token;
   const server = await serve(createDataService(runtime).app);
+  await listeningForChanges(runtime);
   return {
     runtime,
     server,

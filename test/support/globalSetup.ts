@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { migrate } from '../../src/shared/db/migrate.ts';
 import { ensureTimescale } from '../../src/shared/provision.ts';
@@ -9,6 +12,7 @@ import {
   TEST_DB_PREFIX,
   withAdmin,
 } from './database.ts';
+import { prepareReplicaState } from './replica.ts';
 
 /** Builds the migrated template database that every test file clones. */
 export default async function globalSetup() {
@@ -17,6 +21,8 @@ export default async function globalSetup() {
   process.env.HEAL_LOOKBACK_HOURS = '0';
   // Nor load a month of simulated history into every fresh test database they start on.
   process.env.SIMULATED_HISTORY_DAYS = '0';
+  // The streaming replica is made by the first test that needs one (test/support/replica.ts).
+  await prepareReplicaState(mkdtempSync(join(tmpdir(), 'platform-test-run-')));
   // The suite needs TimescaleDB, provisioned here exactly as `npm start` does it: nothing happens
   // on a provisioned server; as root on Debian a fresh one is provisioned (PostgreSQL restarts
   // once); elsewhere this stops with the command to run.

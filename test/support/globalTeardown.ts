@@ -1,8 +1,10 @@
 import pg from 'pg';
 import { findSecretsInFile } from '../security/logScan.ts';
 import { dropDatabase, TEMPLATE_DB, withAdmin } from './database.ts';
+import { removeTestReplica } from './replica.ts';
 
 export default async function globalTeardown() {
+  await removeTestReplica();
   await withAdmin(async (client) => {
     await client
       .query(`ALTER DATABASE ${pg.escapeIdentifier(TEMPLATE_DB)} WITH IS_TEMPLATE false`)

@@ -3,6 +3,7 @@ import { loadConfig, type Config } from '../../src/shared/config.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime, type Runtime } from '../../src/shared/runtime.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
+import { eventually } from './wait.ts';
 
 export interface TestRuntime extends Runtime {
   database: TestDatabase;
@@ -46,4 +47,17 @@ export async function createTestRuntime(
       await database.drop();
     },
   };
+}
+
+/**
+ * Waits until the runtime hears change notifications: what the services keep in memory (the
+ * snapshot, verified tokens) is kept only from then on, so a test's warm-up request made after
+ * this already fills what later requests reuse.
+ */
+export async function listeningForChanges(runtime: Runtime): Promise<void> {
+  await eventually(
+    () => runtime.changeEvents()?.isListening ?? true,
+    30_000,
+    'the change notifications to be heard',
+  );
 }

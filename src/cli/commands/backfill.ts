@@ -1,4 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { ARCHIVE_SOURCE } from '../../data/ingest/archive/archivePlan.ts';
 import { HISTORY_SOURCES as EXCHANGE_SOURCES } from '../../data/ingest/exchange/candleSource.ts';
 import { INTERVALS } from '../../data/ingest/exchange/intervals.ts';
 import { SIMULATED_SOURCE } from '../../data/ingest/simulated/days.ts';
@@ -22,8 +23,8 @@ export function registerBackfillCommand(program: Command) {
     .addOption(
       new Option(
         '--source <source>',
-        "backfill from an exchange API, or the simulated market's own past (MARKET_SOURCE=simulated)",
-      ).choices([...EXCHANGE_SOURCES, SIMULATED_SOURCE]),
+        "backfill from an exchange API, from Binance's public kline archives (binance-archive), or the simulated market's own past (MARKET_SOURCE=simulated)",
+      ).choices([...EXCHANGE_SOURCES, ARCHIVE_SOURCE, SIMULATED_SOURCE]),
     )
     .addOption(
       new Option(
@@ -72,6 +73,15 @@ Currencies without a stored candle are left alone by --since-last without --days
 Page sizes: Binance 1,000 candles a call, Coinbase 300; Kraken serves only its last 720 candles of
 each size (12 hours of 1m candles), so older ranges are cut to what it has.
 
+--source binance-archive (with --code or --all and the range options above; candles of at most
+1d): Binance's public archives under BINANCE_ARCHIVE_URL, a monthly zip per ended month of the
+range and a daily zip per ended day of the other months (the current one, the edges); each is
+checked against its .CHECKSUM before a row is read (a mismatch refuses the archive: nothing of
+it is loaded, the others are, exit 1; a rerun tries it again) and is loaded from memory, never
+written to disk. A month not published falls back to its days, a day not published to REST
+klines (BINANCE_API_URL), as does what no archive holds yet (today, partial days). Each archive
+is recorded once loaded: a rerun downloads and loads nothing twice; a killed run resumes.
+
 Examples:
   $ platform backfill ./history/BTCUSDT-1m-2025-01.zip
   $ platform backfill ./history --strict --json
@@ -80,6 +90,8 @@ Examples:
   $ platform backfill --source binance --all --since-last --days 30
   $ platform backfill --source coinbase --all --days 7
   $ platform backfill --source binance --all --prepend --days 90
+  $ platform backfill --source binance-archive --code BTC --from 2021-01-01
+  $ platform backfill --source binance-archive --all --since-last --days 365
   $ platform backfill --source simulated --days 7`,
     );
   withExitCodes(backfill, {
@@ -89,7 +101,8 @@ Examples:
     failure:
       'a file or slice failed or was rejected whole, or rows were rejected\n' +
       '(the summary lists them as file:line reason), or the database failed;\n' +
-      'incremental: a currency failed or the exchange stayed unreachable (rerun to resume)',
+      'incremental: a currency failed or the exchange stayed unreachable (rerun to resume);\n' +
+      'binance-archive: also an archive refused (checksum mismatch, damaged zip)',
   });
   backfill.action(async (paths: string[], options: BackfillOptions, command: Command) => {
     const { runBackfill } = await import('./backfillRun.ts');

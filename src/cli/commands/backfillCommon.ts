@@ -2,6 +2,7 @@ import type { Config } from '../../shared/config.ts';
 import type { ExchangeSource } from '../../data/ingest/exchange/exchangeBackfill.ts';
 import { parseIsoMicros } from '../../data/ingest/timeParsing.ts';
 import type { SIMULATED_SOURCE } from '../../data/ingest/simulated/days.ts';
+import type { ARCHIVE_SOURCE } from '../../data/ingest/archive/archivePlan.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
 import { printJson } from '../context.ts';
 
@@ -13,7 +14,7 @@ export interface BackfillOptions {
   enqueue?: boolean;
   json?: boolean;
   code?: string;
-  source?: ExchangeSource | typeof SIMULATED_SOURCE;
+  source?: ExchangeSource | typeof SIMULATED_SOURCE | typeof ARCHIVE_SOURCE;
   days?: number;
   from?: string;
   to?: string;

@@ -100,7 +100,7 @@ export async function runIncrementalBackfill(
   return failed ? EXIT.failure : EXIT.ok;
 }
 
-async function planRun(
+export async function planRun(
   connect: Connect,
   client: CandleSource,
   options: IncrementalOptions,
@@ -195,13 +195,13 @@ async function loadCurrency(
   return report;
 }
 
-function sum(reports: CurrencyReport[], key: 'inserted' | 'duplicates' | 'rejected') {
+export function sum(reports: CurrencyReport[], key: 'inserted' | 'duplicates' | 'rejected') {
   return reports.reduce((s, r) => s + r[key], 0);
 }
 
 const n = (value: number) => value.toLocaleString('en-US');
 
-function formatReports(
+export function formatReports(
   source: string,
   reports: CurrencyReport[],
   totals: { inserted: number; duplicates: number; rejected: number },

@@ -5,12 +5,13 @@ import { shippedCurrencies, upsertCurrencies } from '../../data/currencies/catal
 import type { ExchangeSource } from '../../data/ingest/exchange/exchangeBackfill.ts';
 import type { RangeMode } from '../../data/ingest/exchange/incremental.ts';
 import { SIMULATED_SOURCE } from '../../data/ingest/simulated/days.ts';
+import { ARCHIVE_SOURCE } from '../../data/ingest/archive/archivePlan.ts';
+import { intervalMs } from '../../data/ingest/exchange/intervals.ts';
 import { formatSummary, type BackfillSummary } from '../../data/ingest/summary.ts';
 import type { Config } from '../../shared/config.ts';
 import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
-import { createLogger } from '../../shared/logger.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 import { parseTimeOption, type BackfillOptions } from './backfillCommon.ts';
@@ -20,9 +21,24 @@ import type { IncrementalOptions } from './backfillIncremental.ts';
 // way of backfilling is a module of its own, loaded when asked for: loading files needs neither
 // the exchanges' clients nor the job queue's.
 
+const DAY_MS = 86_400_000;
+
 /** Checks the options against each other, loads what they name and prints the summary. */
 export async function runBackfill(paths: string[], options: BackfillOptions, command: Command) {
   const usage = (message: string) => command.error(`error: ${message}`, { exitCode: EXIT.usage });
+  if (options.source === ARCHIVE_SOURCE) {
+    if (options.enqueue) usage('--source binance-archive loads here; it does not take --enqueue');
+    if (intervalMs(options.interval) > DAY_MS)
+      usage('--source binance-archive takes candles of at most 1d (--interval)');
+    const archive = incrementalOptions(paths, { ...options, source: 'binance' }, usage);
+    const config = configFromCommand(command);
+    const [{ runArchiveBackfill }] = await Promise.all([
+      import('./backfillArchive.ts'),
+      prepareDatabase(config),
+    ]);
+    process.exitCode = await runArchiveBackfill(config, archive);
+    return;
+  }
   if (options.source !== SIMULATED_SOURCE && isIncremental(options)) {
     const incremental = incrementalOptions(paths, options, usage);
     const config = configFromCommand(command);
@@ -71,7 +87,7 @@ function incrementalOptions(
   usage: (message: string) => never,
 ): IncrementalOptions {
   const source = o.source;
-  if (!source || source === SIMULATED_SOURCE)
+  if (!source || source === SIMULATED_SOURCE || source === ARCHIVE_SOURCE)
     usage('--all, --since-last, --days and --prepend need --source with an exchange');
   if (paths.length > 0) usage('give either paths or --source, not both');
   if (o.enqueue) usage('--enqueue works with --code, --from and --to only');
@@ -144,9 +160,12 @@ function summaryExitCode(summary: BackfillSummary): number {
 
 /** A fresh database works too: created, migrated, and given the shipped currency list. */
 async function prepareDatabase(config: Config) {
-  const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
+  const level = config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL;
   await ensureDatabase(config.DATABASE_URL);
-  await migrate(config.DATABASE_URL, logger);
+  // The logger only speaks when migrations run: made then, not loaded by every backfill.
+  await migrate(config.DATABASE_URL, async () =>
+    (await import('../../shared/logger.ts')).createLogger(level),
+  );
   const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
   try {
     const count = await pool.oneFirst(

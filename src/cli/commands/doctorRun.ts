@@ -5,12 +5,13 @@ import type { Config } from '../../shared/config.ts';
 import type { Check, DoctorCheck, DoctorContext } from '../../shared/diagnostics.ts';
 import { pendingMigrations } from '../../shared/db/migrationState.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
+import { checkReplicas } from '../../shared/db/replicaCheck.ts';
 import { readTimescaleState } from '../../shared/db/timescale.ts';
 import { redactDsn } from '../../shared/logger.ts';
 import { printable } from '../../shared/printable.ts';
 import { serverExtensionState } from '../../shared/provision.ts';
 import { checkRollups } from '../../data/history/doctorChecks.ts';
-import { checkKnownGaps } from '../../data/ingest/heal/doctorCheck.ts';
+import { checkGaps } from '../../data/ingest/heal/doctorCheck.ts';
 import { checkSimulatedHistory } from '../../data/ingest/simulated/doctorCheck.ts';
 import { checkJobQueue, checkWorkers } from '../../worker/diagnostics.ts';
 import { workerCheck } from '../../worker/status.ts';
@@ -26,12 +27,13 @@ import { EXIT } from '../exitCodes.ts';
  * ticker has exactly one leader among the connected workers.
  */
 export const EXTRA_CHECKS: DoctorCheck[] = [
+  checkReplicas,
   checkWorkers,
   workerCheck,
   checkJobQueue,
   checkFeed,
   checkRollups,
-  checkKnownGaps,
+  checkGaps,
   checkSimulatedHistory,
 ];
 

@@ -67,7 +67,7 @@ export function registerTokenCommands(program: Command) {
   const revoke = withExamples(
     token
       .command('revoke')
-      .description('Revoke a token by name; it stops working immediately')
+      .description('Revoke a token by name; every data instance refuses it within a second')
       .argument('<name>', 'token name')
       .option('--json', 'print {"revoked": name}'),
     ['platform token revoke analysis'],

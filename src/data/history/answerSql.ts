@@ -38,6 +38,16 @@ export const fromWire = <T extends { timestamp: number }>(row: T) => ({
  * whether all are empty.
  */
 export const runTextRow = z.object({ empty: z.boolean(), items: z.string() });
+/**
+ * A run's text with the currency's rollup revision read by the same statement, so as of the
+ * same snapshot as the rows: a text is kept under a revision only if it was computed at it.
+ */
+const revisedRunTextRow = runTextRow.extend({ revision: z.number() });
+
+/** A currency's rollup revision inside a statement (0 before its first rewrite). */
+export const revisionOf = (code: SqlFragment | string) =>
+  sql.fragment`(SELECT coalesce(max(revision), 0) FROM rollup_revisions r
+                WHERE r.currency_code = ${code})`;
 /** Which run a bucket belongs to, where runs cannot be cut in time (see numberedRunsQuery). */
 const RUN_NUMBER = sql.fragment`(row_number() OVER (ORDER BY bucket) - 1) / ${RUN_BUCKETS}`;
 
@@ -57,7 +67,7 @@ export function runsJsonQuery(
   runs: readonly Run[],
 ) {
   const own = mergeAdjacent(runs.flatMap((run) => clip(segments, run.start, run.end)));
-  return runsQuery(runs, perRunQuery(request, own, seeds, shape));
+  return runsQuery(runs, perRunQuery(request, own, seeds, shape), request.code);
 }
 
 function segmentSource(code: string, segment: Segment, run?: RunBounds): SqlFragment {
@@ -94,6 +104,26 @@ export function candleQuery(request: CandleRequest, segments: Segment[], seeds: 
 }
 
 /**
+ * The earliest row time of the given sources (raw observation or level bucket), or null: each
+ * source is an index probe, however far ahead its first row lies.
+ */
+export function firstSourceTimeQuery(code: string, segments: readonly Segment[]) {
+  const probes = segments.map(
+    (segment) => sql.fragment`(SELECT t FROM (${segmentSource(code, segment)}) AS rows
+      ORDER BY t LIMIT 1)`,
+  );
+  return sql.type(z.object({ first: z.date().nullable() }))`
+    SELECT min(t) AS first FROM (${sql.join(probes, sql.fragment` UNION ALL `)}) AS probes`;
+}
+
+/** The first bucket of the request holding data from the given sources, with its close. */
+export function firstDataBucketQuery(request: CandleRequest, segments: Segment[]) {
+  return sql.type(z.object({ bucket: z.date(), close: z.number() }))`
+    SELECT bucket, close FROM (${bucketRows(request, segments, 'ohlcv')}) AS data
+    WHERE close IS NOT NULL ORDER BY bucket LIMIT 1`;
+}
+
+/**
  * One run's JSON text as PostgreSQL builds it, bounded by RUN: a row (empty, items) with the
  * run's items joined by commas, and whether none holds an observation or a filled value. For
  * answers of thousands of buckets, formatting them in SQL costs a fraction of turning rows into
@@ -120,14 +150,15 @@ function perRunQuery(
  * its rows): one row per run, in order. Cheaper than numbering a whole answer's rows and
  * sorting them into runs, and no run groups enough buckets for a hash aggregate to spill.
  */
-function runsQuery(runs: readonly Run[], perRun: SqlFragment) {
+function runsQuery(runs: readonly Run[], perRun: SqlFragment, code: string) {
   const instants = (pick: 'start' | 'end') =>
     sql.array(
       runs.map((run) => new Date(run[pick]).toISOString()),
       'timestamptz',
     );
-  return sql.type(runTextRow)`
-    SELECT run.lo, run.hi, coalesce(answer.empty, true) AS empty, coalesce(answer.items, '') AS items
+  return sql.type(revisedRunTextRow)`
+    SELECT run.lo, run.hi, coalesce(answer.empty, true) AS empty, coalesce(answer.items, '') AS items,
+           ${revisionOf(code)} AS revision
     FROM unnest(${instants('start')}, ${instants('end')}) WITH ORDINALITY AS run(lo, hi, n)
     CROSS JOIN LATERAL (${perRun}) AS answer
     ORDER BY run.n`;

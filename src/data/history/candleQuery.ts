@@ -2,16 +2,21 @@ import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slon
 import { ValidationError } from '../../shared/errors.ts';
 import { utcOriginMs } from '../../shared/time/bucketGrid.ts';
 import { answerRows, numberedRunsQuery, passesThrough, runsJsonQuery } from './answerSql.ts';
-import { CANDLE_IS_EMPTY, CANDLE_ITEM, jsonArrayPieces, type ItemShape } from './jsonText.ts';
+import {
+  CANDLE_IS_EMPTY,
+  CANDLE_ITEM,
+  FORMAT_VERSION,
+  jsonArrayPieces,
+  type ItemShape,
+} from './jsonText.ts';
 import type { Segment } from './planner.ts';
 import { planRequest, settledSegments, type Plan } from './plan.ts';
 import type { CandleRequest } from './request.ts';
 import type { RunCache } from './runCache.ts';
-import { isRenderedRun, readRunTexts } from './runTexts.ts';
 import { batchRuns, clip, isCuttable, planRuns, RUN_BUCKETS, type Run } from './runs.ts';
 
 // A history request's JSON answer, from plan to body, as the routes send it (run by run, kept
-// texts reused); the export's row stream is candleStream.ts.
+// runs reused); the export's row stream is candleStream.ts.
 
 /** A whole answer as the JSON text of a response body, in pieces to write one after another. */
 export interface JsonAnswer {
@@ -53,11 +58,13 @@ export async function queryOpensJson(
 
 /** A run's JSON text (its items joined by commas) and whether none of its buckets holds data. */
 type RunText = { items: string | Buffer; empty: boolean };
+/** A fetched run's text and the currency's revision as of the rows it was made from. */
+type FetchedRun = RunText & { revision: number };
 
 /**
  * An answer on a fixed UTC grid, run by run (see planRuns): settled runs come from the cache
- * when it holds them, the others are fetched (fetchRuns), and the settled ones among those are
- * kept.
+ * when it holds them, the others are computed (computeRuns), and the settled ones among those
+ * are kept.
  */
 async function jsonByRuns(
   pool: DatabasePool,
@@ -71,55 +78,30 @@ async function jsonByRuns(
   const texts: Array<RunText | undefined> = keys.map((key) =>
     key === null ? undefined : cache!.get(key),
   );
-  const found = await fetchRuns(
-    pool,
-    request,
-    plan,
-    shape,
-    runs.filter((_, index) => !texts[index]),
+  const found = new Map(
+    await computeRuns(
+      pool,
+      request,
+      plan,
+      shape,
+      runs.filter((_, index) => !texts[index]),
+    ),
   );
   for (const [index, run] of runs.entries()) {
     if (texts[index]) continue;
     const text = found.get(run)!;
     const key = keys[index];
-    // Encoded once: the body then takes the kept Buffer as it is.
-    texts[index] = key ? keep(cache!, key, text) : text;
+    // Kept only when made at the revision of its key: the plan and the rows are read by separate
+    // statements, and a recomputed backfill may commit (or be replayed, on a replica) between
+    // them; its text is right for this answer but not for the plan's revision. Encoded once:
+    // the body then takes the kept Buffer as it is.
+    texts[index] =
+      key && text.revision === plan.freshness.revision ? keep(cache!, key, text) : text;
   }
   return {
     pieces: jsonArrayPieces(texts.map((text) => text!.items)),
     empty: texts.every((text) => text!.empty),
   };
-}
-
-/**
- * The texts of runs not in the cache: whole hourly runs the worker rendered are read from the
- * database while the others are computed; any not rendered yet are computed after all.
- */
-async function fetchRuns(
-  pool: DatabasePool,
-  request: CandleRequest,
-  plan: Plan,
-  shape: ItemShape,
-  runs: readonly Run[],
-): Promise<Map<Run, RunText>> {
-  const rendered = runs.filter((run) =>
-    isRenderedRun(request, clip(plan.segments, run.start, run.end), run),
-  );
-  const others = runs.filter((run) => !rendered.includes(run));
-  const [stored, computed] = await Promise.all([
-    readRunTexts(pool, request.code, shape, plan.freshness.revision, rendered),
-    computeRuns(pool, request, plan, shape, others),
-  ]);
-  const unrendered = rendered.filter((run) => !stored.has(run.start));
-  const found = new Map<Run, RunText>([
-    ...computed,
-    ...(await computeRuns(pool, request, plan, shape, unrendered)),
-  ]);
-  for (const run of rendered) {
-    const text = stored.get(run.start);
-    if (text) found.set(run, text);
-  }
-  return found;
 }
 
 function keep(cache: RunCache, key: string, text: RunText): RunText {
@@ -138,7 +120,7 @@ async function computeRuns(
   plan: Plan,
   shape: ItemShape,
   runs: readonly Run[],
-): Promise<Array<[Run, RunText]>> {
+): Promise<Array<[Run, FetchedRun]>> {
   const batches = batchRuns(runs, request);
   const results = await Promise.all(
     batches.map((batch) => {
@@ -147,16 +129,20 @@ async function computeRuns(
     }),
   );
   return batches.flatMap((batch, b) =>
-    batch.map((run, i): [Run, RunText] => [run, results[b]![i]!]),
+    batch.map((run, i): [Run, FetchedRun] => [run, results[b]![i]!]),
   );
 }
 
-/** Everything a settled run's text depends on: its grid, bounds, sources and revision. */
+/**
+ * Everything a settled run's text depends on: the code's answer format, its grid, bounds,
+ * sources and revision.
+ */
 function runKey(request: CandleRequest, shape: ItemShape, plan: Plan, run: Run): string {
   const sources = clip(plan.segments, run.start, run.end)
     .map((segment) => `${segment.source}:${segment.start}-${segment.end}`)
     .join(',');
   return [
+    FORMAT_VERSION,
     shape,
     request.fill,
     request.code,

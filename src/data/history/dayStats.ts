@@ -113,12 +113,13 @@ const ts = (ms: number) => sql.fragment`${new Date(ms).toISOString()}::timestamp
 
 /**
  * The statistics as of the latest harvest, computed once per harvest cycle: a new latest
- * snapshot instant (or `maxAgeMs` without one, so the window keeps sliding when nothing is
- * harvested) computes them again; concurrent callers share one computation.
+ * snapshot instant or a new `version` (a change of the rows heard: src/shared/db/changeEvents.ts),
+ * or `maxAgeMs` without either (so the window keeps sliding when nothing is harvested), computes
+ * them again; concurrent callers share one computation.
  */
 export class DayStatsCache {
-  private current: { key: number; at: number; stats: Map<string, DayStats> } | undefined;
-  private inflight: { key: number; promise: Promise<Map<string, DayStats>> } | undefined;
+  private current: { key: string; at: number; stats: Map<string, DayStats> } | undefined;
+  private inflight: { key: string; promise: Promise<Map<string, DayStats>> } | undefined;
 
   private readonly pool: DatabasePool;
   private readonly maxAgeMs: number;
@@ -129,18 +130,19 @@ export class DayStatsCache {
   }
 
   /** `latest`: the newest snapshot instant (epoch ms; 0 when there is none). */
-  async get(latest: number): Promise<Map<string, DayStats>> {
+  async get(latest: number, version = 0): Promise<Map<string, DayStats>> {
+    const key = `${latest}:${version}`;
     const now = Date.now();
     const kept = this.current;
-    if (kept && kept.key === latest && now - kept.at < this.maxAgeMs) return kept.stats;
-    if (this.inflight?.key === latest) return this.inflight.promise;
+    if (kept && kept.key === key && now - kept.at < this.maxAgeMs) return kept.stats;
+    if (this.inflight?.key === key) return this.inflight.promise;
     // The window ends now, or just after the latest price if that lies (slightly) ahead.
     const to = new Date(Math.max(now, latest + 1));
     const promise = readDayStats(this.pool, to).then((stats) => {
-      this.current = { key: latest, at: now, stats };
+      this.current = { key, at: now, stats };
       return stats;
     });
-    const entry = { key: latest, promise };
+    const entry = { key, promise };
     this.inflight = entry;
     try {
       return await promise;

@@ -1,6 +1,5 @@
 import type { Check, DoctorContext } from '../../shared/diagnostics.ts';
 import { LEVELS, levelNamed } from './levels.ts';
-import { readRenderStatus } from './renderRunTexts.ts';
 import { readRollupStatus, type RollupStatus } from './rollupState.ts';
 
 // How far behind each level may fall before `platform doctor` complains. A level is materialised
@@ -59,15 +58,6 @@ export async function checkRollups({ pool }: Pick<DoctorContext, 'pool'>): Promi
       fix,
     });
   }
-  const texts = await readRenderStatus(pool);
-  checks.push({
-    // Informational: answers are exact and computed while runs wait to be rendered.
-    name: 'rendered history',
-    ok: true,
-    detail:
-      `${texts.rendered} whole hourly runs rendered` +
-      (texts.missing ? `, ${texts.missing} waiting for the worker's refresh_rollups job` : ''),
-  });
   checks.push({
     name: 'backfills',
     ok: (status.oldestInvalidationSeconds ?? 0) <= SLACK_SECONDS,

@@ -1,20 +1,19 @@
 import { sql } from 'slonik';
 
-// The bytes of a JSON answer: how PostgreSQL writes each bucket as an item of the body. Texts
-// kept in the database between requests (history_run_texts, rendered by the worker) are these
-// bytes, so anything that changes them must move FORMAT_VERSION: every kept text is keyed by it
-// and one written by another version is never read. (The in-process run cache lives and dies
-// with the process, so a deploy starts it empty.)
+// The bytes of a JSON answer: how PostgreSQL writes each bucket as an item of the body. Runs kept
+// between requests (runCache.ts) are these bytes, so anything that changes them must move
+// FORMAT_VERSION: every kept run is keyed by it. Nothing formatted is kept in the database: the
+// texts the worker once rendered into history_run_texts gained no CPU per request beyond this
+// machine's noise (bench/RESULTS.md) and were dropped (sql/0230_drop_history_run_texts.sql).
 
 /**
- * The version of the answer format and of the bucket rule the kept texts were made with. Move it
+ * The version of the answer format and of the bucket rule the kept runs were made with. Move it
  * with any change to the items below, to their order or separators, or to how buckets are cut.
  */
 export const FORMAT_VERSION = 2;
 
 /** The item a JSON answer holds per bucket: a whole candle, or the contract's open. */
 export type ItemShape = 'candle' | 'open';
-export const ITEM_SHAPES: readonly ItemShape[] = ['open', 'candle'];
 
 /** A bucket start as JavaScript's toISOString() writes it (millisecond precision, UTC). */
 const ISO_INSTANT = sql.fragment`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

@@ -8,7 +8,6 @@ import { z } from 'zod';
 import { floorTo, LEVELS, type Level, type LevelName, type RollupMode } from './levels.ts';
 import { mergeIntervals, type Interval } from './planner.ts';
 import { caggWatermark, readMaterialised, rollupMode } from './rollupState.ts';
-import { dropRunTexts } from './runTexts.ts';
 
 // Keeps the rollups in step with price_observations.
 //
@@ -160,12 +159,12 @@ async function refreshStep(
 
 /**
  * Moves the revision of currencies whose materialised rows were rewritten (see
- * sql/0090_rollup_revisions.sql) and forgets their rendered texts. Runs in the transaction that
+ * sql/0090_rollup_revisions.sql), so no run kept under the old one is served again. Runs in the
+ * transaction that
  * consumed their marks.
  */
 async function bumpRevisions(tx: CommonQueryMethods, codes: readonly string[]) {
   if (codes.length === 0) return;
-  await dropRunTexts(tx, codes);
   await tx.query(sql.unsafe`
     INSERT INTO rollup_revisions (currency_code)
     SELECT unnest(${sql.array(codes, 'text')})

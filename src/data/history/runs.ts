@@ -3,7 +3,7 @@ import type { Segment } from './planner.ts';
 import type { CandleRequest } from './request.ts';
 
 // A window on a UTC grid is answered in runs of buckets, each formatted on its own: settled runs
-// are kept between requests (historyCache.ts), and the runs still to compute go to the database
+// are kept between requests (runCache.ts), and the runs still to compute go to the database
 // in up to two batches on separate connections at once, since formatting thousands of buckets is
 // CPU work inside PostgreSQL and one statement only ever uses one core. Pure functions over the
 // plan, so the cutting rules are unit-tested without a database.
@@ -25,14 +25,14 @@ export interface Run {
   end: number;
   /**
    * Whole buckets read only from settled rows (see SettledSegment), so its text may be kept
-   * (see historyCache.ts).
+   * (see runCache.ts).
    */
   settled: boolean;
 }
 
 /**
  * A source of the plan, and whether its rows are settled: they change only with the currency's
- * rollup revision (see historyCache.ts).
+ * rollup revision (see runCache.ts).
  */
 export interface SettledSegment extends Segment {
   settled: boolean;

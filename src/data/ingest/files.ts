@@ -195,54 +195,65 @@ async function* textRows(
 }
 
 /** Every CSV entry of a Binance zip, decompressed as a stream (never the whole file in memory). */
-async function* zipRows(
+function zipRows(
   plan: PlannedFile,
   codes: CodeResolver,
   codeFromZipName: string | undefined,
 ): AsyncGenerator<ReadBatch> {
-  const zip = await openZip(plan.path);
+  return klineZipRows(
+    () => openZip(plan.path),
+    plan.path,
+    (symbol) => codeFromZipName ?? (symbol ? binanceCode(symbol, codes) : undefined),
+  );
+}
+
+/**
+ * The rows of a Binance archive already in memory (a downloaded and checksum-verified one),
+ * decompressed entry by entry as a stream: nothing is written to disk.
+ */
+export function klineZipBufferRows(
+  bytes: Buffer,
+  label: string,
+  code: string,
+): AsyncGenerator<ReadBatch> {
+  return klineZipRows(
+    async () => {
+      try {
+        return await yauzl.fromBufferPromise(bytes, { lazyEntries: true });
+      } catch (error) {
+        throw new FileFormatError(`not a readable zip file (${(error as Error).message})`);
+      }
+    },
+    label,
+    () => code,
+  );
+}
+
+/** `codeOf` gets the pair of a CSV entry's name (undefined when the name is not Binance's). */
+async function* klineZipRows(
+  open: () => Promise<yauzl.ZipFile>,
+  label: string,
+  codeOf: (entrySymbol: string | undefined) => string | undefined,
+): AsyncGenerator<ReadBatch> {
+  const zip = await open();
   try {
-    yield* zipEntriesRows(zip, plan, codes, codeFromZipName);
+    const entries: yauzl.Entry[] = [];
+    for await (const entry of zip.eachEntry()) if (isCsvEntry(entry.fileName)) entries.push(entry);
+    if (entries.length === 0) throw new FileFormatError('the zip file holds no .csv entry');
+    for (const entry of entries) {
+      const code = codeOf(parseBinanceFileName(basename(entry.fileName))?.symbol);
+      if (!code) throw new FileFormatError('cannot tell the currency from the file name');
+      const entryLabel = entries.length === 1 ? label : `${label}!${entry.fileName}`;
+      const parse = binanceKlineParser(entryLabel, code);
+      const stream = await zip.openReadStreamPromise(entry);
+      for await (const lines of readLineBatches(stream)) yield parse(lines);
+    }
   } catch (error) {
     if (error instanceof FileFormatError) throw error;
     throw new FileFormatError(`the zip file is damaged (${(error as Error).message})`);
   } finally {
     zip.close();
   }
-}
-
-async function* zipEntriesRows(
-  zip: yauzl.ZipFile,
-  plan: PlannedFile,
-  codes: CodeResolver,
-  codeFromZipName: string | undefined,
-): AsyncGenerator<ReadBatch> {
-  {
-    const csvCount = await countCsvEntries(plan.path);
-    if (csvCount === 0) throw new FileFormatError('the zip file holds no .csv entry');
-    for await (const entry of zip.eachEntry()) {
-      if (!isCsvEntry(entry.fileName)) continue;
-      const entryName = parseBinanceFileName(basename(entry.fileName));
-      const code =
-        codeFromZipName ?? (entryName ? binanceCode(entryName.symbol, codes) : undefined);
-      if (!code) throw new FileFormatError('cannot tell the currency from the file name');
-      const label = csvCount === 1 ? plan.path : `${plan.path}!${entry.fileName}`;
-      const parse = binanceKlineParser(label, code);
-      const stream = await zip.openReadStreamPromise(entry);
-      for await (const lines of readLineBatches(stream)) yield parse(lines);
-    }
-  }
-}
-
-async function countCsvEntries(path: string): Promise<number> {
-  const zip = await openZip(path);
-  let count = 0;
-  try {
-    for await (const entry of zip.eachEntry()) if (isCsvEntry(entry.fileName)) count++;
-  } finally {
-    zip.close();
-  }
-  return count;
 }
 
 export async function sha256File(path: string): Promise<string> {

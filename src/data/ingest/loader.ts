@@ -46,6 +46,8 @@ export interface UnitSpec {
   contentSha256?: () => string | undefined;
   /** Called inside the transaction after the rows are written: a last veto (checksum mismatch). */
   verify?: () => void;
+  /** Called inside the transaction with what was written, to count it with it (gap healing). */
+  afterWrite?: (client: pg.ClientBase, result: UnitResult) => Promise<void>;
 }
 
 export interface LoadOptions {
@@ -168,6 +170,7 @@ async function loadOnce(
       path,
     });
   }
+  await unit.afterWrite?.(client, result);
   await addIngestTotals(client, unit.source, result);
   return result;
 }

@@ -68,3 +68,16 @@ export async function recordUnit(client: pg.ClientBase, unit: CompletedUnit): Pr
     ],
   );
 }
+
+/** Which of `keys` are recorded as loaded (one query for a whole plan). */
+export async function completedUnitKeys(
+  client: pg.ClientBase,
+  keys: string[],
+): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const found = await client.query<{ unit_key: string }>(
+    'SELECT unit_key FROM ingest_units WHERE unit_key = ANY($1::text[])',
+    [keys],
+  );
+  return new Set(found.rows.map((r) => r.unit_key));
+}

@@ -14,7 +14,7 @@ export const tokenInfoSchema = z.object({
 });
 export type TokenInfo = z.infer<typeof tokenInfoSchema>;
 
-function hashToken(token: string): Buffer {
+export function hashToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
@@ -59,14 +59,24 @@ export async function revokeToken(pool: DatabasePool, name: string): Promise<voi
     throw new NotFoundError(`No active token named '${name}'`, 'token_not_found');
 }
 
-/** The token's name and scopes when it is known and not revoked; null otherwise. */
-export async function verifyToken(
-  pool: DatabasePool,
-  token: string,
-): Promise<{ name: string; scopes: Scope[] } | null> {
-  if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
-  // A plain read on every request; last_used_at is written at most once a minute, in a second
-  // statement only then (a data-modifying CTE on every request cost twice the plain read).
+export interface TokenCaller {
+  name: string;
+  scopes: Scope[];
+}
+
+/** Whether `token` can be a token at all (anything else is refused without a query). */
+export function wellFormedToken(token: string): boolean {
+  return token.startsWith(TOKEN_PREFIX) && token.length <= 200;
+}
+
+/**
+ * The token's name and scopes when it is known and not revoked; null otherwise. Read from the
+ * database every time: the guard keeps answers for a moment (src/data/tokens/verifiedTokens.ts).
+ */
+export async function verifyToken(pool: DatabasePool, token: string): Promise<TokenCaller | null> {
+  if (!wellFormedToken(token)) return null;
+  // A plain read; last_used_at is written at most once a minute, in a second statement only then
+  // (a data-modifying CTE on every check cost twice the plain read).
   const row = await pool.maybeOne(sql.type(
     z.object({
       id: z.number(),

@@ -1,8 +1,8 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from 'graphile-worker';
-import { runner } from 'node-pg-migrate';
 import type { Logger } from '../logger.ts';
 import { SESSION_OPTIONS } from './sessionSettings.ts';
 
@@ -28,11 +28,22 @@ export interface MigrationResult {
  * advisory lock serialises concurrent starters (several workers booting at once): the second
  * waits for the first and then finds nothing left to do.
  */
-export async function migrate(url: string, logger?: Logger): Promise<MigrationResult> {
+export async function migrate(
+  url: string,
+  logger?: Logger | (() => Promise<Logger>),
+): Promise<MigrationResult> {
   const client = new pg.Client({ connectionString: url, options: SESSION_OPTIONS });
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    if (await upToDate(client)) return { applied: [] };
+    // Loaded only when there is something to do: they are most of a short command's start-up.
+    const [{ runner }, worker] = await Promise.all([
+      import('node-pg-migrate'),
+      import('graphile-worker'),
+    ]);
+    // A logger given as a function is made only now, for the same reason.
+    const log = typeof logger === 'function' ? await logger() : logger;
     const ran = await runner({
       dbClient: client,
       dir: MIGRATIONS_DIR,
@@ -42,10 +53,16 @@ export async function migrate(url: string, logger?: Logger): Promise<MigrationRe
       singleTransaction: false,
       checkOrder: true,
       noLock: true,
-      logger: migrationLogger(logger),
+      logger: migrationLogger(log),
     });
     // The job queue's own schema, so jobs can be enqueued before any worker has started.
-    await runWorkerMigrations({ connectionString: url, logger: quietWorkerLogger });
+    const quiet = new worker.Logger(() => () => {});
+    await worker.runMigrations({ connectionString: url, logger: quiet });
+    await client.query(
+      `INSERT INTO schema_components (name, version) VALUES ('graphile-worker', $1)
+       ON CONFLICT (name) DO UPDATE SET version = EXCLUDED.version`,
+      [installedWorkerVersion()],
+    );
     return { applied: ran.map((m) => m.name) };
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
@@ -53,7 +70,36 @@ export async function migrate(url: string, logger?: Logger): Promise<MigrationRe
   }
 }
 
-const quietWorkerLogger = new WorkerLogger(() => () => {});
+/**
+ * Whether a run would do nothing: exactly the files of sql/ are applied, and this version of
+ * graphile-worker installed the job queue's schema (sql/0250_schema_components.sql).
+ */
+async function upToDate(client: pg.Client): Promise<boolean> {
+  const ready = await client.query<{ ready: boolean }>(
+    `SELECT to_regclass('schema_components') IS NOT NULL AS ready`,
+  );
+  if (!ready.rows[0]?.ready) return false;
+  const { rows } = await client.query<{ applied: string[] | null; worker: string | null }>(
+    `SELECT (SELECT array_agg(name) FROM ${MIGRATIONS_TABLE}) AS applied,
+            (SELECT version FROM schema_components WHERE name = 'graphile-worker') AS worker`,
+  );
+  const applied = new Set(rows[0]?.applied ?? []);
+  const files = migrationNames();
+  return (
+    rows[0]?.worker === installedWorkerVersion() &&
+    applied.size === files.length &&
+    files.every((name) => applied.has(name))
+  );
+}
+
+/** The version of graphile-worker installed here (its package exports no package.json). */
+function installedWorkerVersion(): string {
+  const entry = createRequire(import.meta.url).resolve('graphile-worker');
+  const manifest = JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  return manifest.version;
+}
 
 function migrationLogger(logger?: Logger) {
   return {

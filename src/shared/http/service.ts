@@ -27,6 +27,11 @@ export interface HttpServiceOptions {
    * function receives the app first, for middleware that must configure it (koa-session).
    */
   middleware?: Koa.Middleware[] | ((app: Koa) => Koa.Middleware[]);
+  /**
+   * Middleware a request refused early (see shedEarly.ts) passes through before its 429: what a
+   * refusal must carry from the service's own middleware (CORS headers).
+   */
+  earlyRefusalMiddleware?: Koa.Middleware[];
   /** Extra routes mounted beside the declared ones (static assets, …). */
   extend?: (router: Router) => void;
   /** A request not finished within this answers 503 (a dependency hanging). */
@@ -55,7 +60,9 @@ export function createHttpService(options: HttpServiceOptions) {
   app.use(helmet());
   // A client already over a route's rate limit is refused here, before the rest of the stack.
   const earlyRefusals = options.routes.earlyRefusals();
-  if (earlyRefusals.length > 0) app.use(shedEarly(options.name, earlyRefusals));
+  if (earlyRefusals.length > 0) {
+    app.use(shedEarly(options.name, earlyRefusals, options.earlyRefusalMiddleware));
+  }
   app.use(requestContext(options.name, options.logger));
   app.use(errorHandler(options.logger));
   app.use(requestAbort());

@@ -37,8 +37,16 @@ interface PreparedRoute extends EarlyRefusalRoute {
   body: Buffer;
 }
 
-/** Koa middleware answering 429 for requests whose route's limit their client is already over. */
-export function shedEarly(service: string, routes: EarlyRefusalRoute[]): Middleware {
+/**
+ * Koa middleware answering 429 for requests whose route's limit their client is already over.
+ * A refusal passes through `decorate` first (CORS: a page on an allowed origin must be able to
+ * read its 429 and Retry-After, as from the full stack).
+ */
+export function shedEarly(
+  service: string,
+  routes: EarlyRefusalRoute[],
+  decorate: Middleware[] = [],
+): Middleware {
   const prepared: PreparedRoute[] = routes.map((route) => ({
     ...route,
     // The error mapper's body for this refusal, once: the same JSON the route's limit answers.
@@ -55,11 +63,20 @@ export function shedEarly(service: string, routes: EarlyRefusalRoute[]): Middlew
       await next();
       return;
     }
-    ctx.status = 429;
-    ctx.set('X-Request-Id', requestIdOf(ctx));
-    ctx.set('Retry-After', retryAfterValue(waitMs / 1000));
-    ctx.type = 'json';
-    ctx.body = route!.body;
+    const refuse = async () => {
+      ctx.status = 429;
+      ctx.set('X-Request-Id', requestIdOf(ctx));
+      ctx.set('Retry-After', retryAfterValue(waitMs / 1000));
+      ctx.type = 'json';
+      ctx.body = route!.body;
+    };
+    // Each decorating middleware runs with the next one (the refusal last) as its `next`.
+    await decorate.reduceRight<() => Promise<void>>(
+      (next, middleware) => async () => {
+        await middleware(ctx, next);
+      },
+      refuse,
+    )();
     httpRequestsShed.inc({ route_group: route!.refusal.limit.group, reason: 'rate_limited' });
     httpRequestDuration.observe(
       { service, method: ctx.method, route: route!.route, status_code: '429' },

@@ -4,7 +4,7 @@ import { NotFoundError } from '../../../shared/errors.ts';
 import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import type { EarlyRefusal } from '../../../shared/http/shedEarly.ts';
-import type { DataClient } from '../../dataClient.ts';
+import type { DataClient, DisplayCurrency } from '../../dataClient.ts';
 import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { findCurrency } from '../../currencyKeys.ts';
 import { performanceOf } from '../../performance.ts';
@@ -32,6 +32,9 @@ export interface MarketRouteDeps {
 }
 
 export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteDeps) {
+  // The list's answer, encoded once per snapshot the data client keeps (the same Map object for
+  // as long as it is reused: until a change of the prices is heard).
+  const encodedLists = new WeakMap<ReadonlyMap<string, DisplayCurrency>, Buffer>();
   registry.add(
     defineRoute({
       method: 'get',
@@ -44,7 +47,14 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       errors: [503],
       handler: async (ctx) => {
         const prices = await deps.data.currentPrices();
-        ctx.body = { currencies: [...prices.values()].sort((a, b) => b.value - a.value) };
+        let encoded = encodedLists.get(prices);
+        if (!encoded) {
+          const currencies = [...prices.values()].sort((a, b) => b.value - a.value);
+          encoded = Buffer.from(JSON.stringify({ currencies }));
+          encodedLists.set(prices, encoded);
+        }
+        ctx.type = 'application/json';
+        ctx.body = encoded;
       },
     }),
   );

@@ -41,6 +41,7 @@ export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRout
       method: 'get',
       path: '/api/portfolio/history/get',
       operationId: 'portfolioHistory',
+      cancelWhenAbandoned: true,
       summary: 'Value of the portfolio over time',
       description:
         'Epoch-aligned buckets of `intervalSeconds` over the last `hours`, from the first bucket the ' +
@@ -134,6 +135,7 @@ export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRout
       ...assetRoute,
       path: '/api/portfolio/history/get/asset',
       operationId: 'assetHistory',
+      cancelWhenAbandoned: true,
       errors: [400, 401, 503],
       handler: async (ctx, { query }) => {
         const window = await historyWindow(ctx, deps, query);
@@ -147,6 +149,7 @@ export function registerHistoryRoutes(registry: RouteRegistry, deps: HistoryRout
       ...assetRoute,
       path: '/api/portfolio/history/get/asset/{currencyName}',
       operationId: 'assetHistoryOf',
+      cancelWhenAbandoned: true,
       summary: 'One holding’s value over time (older web client); the currency by name or code',
       params: assetParams,
       errors: [400, 401, 404, 503],

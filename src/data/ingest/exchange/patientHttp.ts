@@ -64,6 +64,48 @@ export class PatientHttp {
   }
 
   async getJson(url: string, hooks: GetJsonHooks = {}): Promise<unknown> {
+    const body = await this.request(url, hooks, {
+      accept: 'application/json',
+      read: (response): Promise<unknown> => response.json(),
+    });
+    // Without missingOn404, a 404 is a refusal (thrown), so the body was found.
+    return body.found ? body.value : undefined;
+  }
+
+  /**
+   * A file's bytes (archive downloads), or null when the server has no such file (404). The
+   * time-out is an idle one here: it runs until the answer starts and again between two chunks of
+   * the body, so a large file on a slow line is not cut off while it keeps arriving.
+   */
+  async getBytes(url: string, hooks: GetJsonHooks = {}): Promise<Buffer | null> {
+    const body = await this.request(url, hooks, {
+      accept: '*/*',
+      missingOn404: true,
+      read: async (response, stillAlive) => {
+        const chunks: Uint8Array[] = [];
+        if (response.body) {
+          for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+            stillAlive();
+            chunks.push(chunk);
+          }
+        }
+        return Buffer.concat(chunks);
+      },
+    });
+    return body.found ? body.value : null;
+  }
+
+  private async request<T>(
+    url: string,
+    hooks: GetJsonHooks,
+    how: {
+      accept: string;
+      /** A 404 means "no such file" (the answer is { found: false }) rather than a refusal. */
+      missingOn404?: boolean;
+      /** Reads the body of a good answer; calls stillAlive() to restart the time-out. */
+      read: (response: Response, stillAlive: () => void) => Promise<T>;
+    },
+  ): Promise<{ found: true; value: T } | { found: false }> {
     let failures = 0;
     let throttles = 0;
     const throttled = async (ms: number, reason: string) => {
@@ -74,12 +116,13 @@ export class PatientHttp {
     };
     for (;;) {
       await this.awaitTurn();
-      let body: unknown;
+      let body: T;
       let response: Response;
+      const deadline = new IdleDeadline(this.options.timeoutMs);
       try {
         response = await fetch(url, {
-          signal: AbortSignal.timeout(this.options.timeoutMs),
-          headers: { accept: 'application/json' },
+          signal: deadline.signal,
+          headers: { accept: how.accept },
         });
         if (response.status === 429) {
           await response.body?.cancel();
@@ -99,6 +142,10 @@ export class PatientHttp {
             true,
           );
         }
+        if (response.status === 404 && how.missingOn404) {
+          await response.body?.cancel();
+          return { found: false };
+        }
         if (!response.ok) {
           const text = await response.text().catch(() => '');
           const reason = hooks.errorText?.(text) ?? (text.slice(0, 200) || response.statusText);
@@ -107,7 +154,7 @@ export class PatientHttp {
             response.status,
           );
         }
-        body = await response.json();
+        body = await how.read(response, () => deadline.restart());
       } catch (error) {
         if (error instanceof ExchangeError && (!error.retryable || error.status === 429))
           throw error;
@@ -119,6 +166,8 @@ export class PatientHttp {
         }
         await this.wait(describe(error), this.options.backoffMs * 2 ** (failures - 1));
         continue;
+      } finally {
+        deadline.clear();
       }
       const rest = hooks.throttledBody?.(body);
       if (rest !== undefined) {
@@ -126,7 +175,7 @@ export class PatientHttp {
         continue;
       }
       await hooks.after?.(response);
-      return body;
+      return { found: true, value: body };
     }
   }
 
@@ -147,6 +196,38 @@ export class PatientHttp {
     this.nextCallAt = Math.max(now, this.nextCallAt) + minSpacingMs;
     // Spacing is real time even under an injected sleep: it is what keeps us inside the limits.
     if (wait > 0) await delay(wait);
+  }
+}
+
+/** An abort signal that fires after `ms` without a restart(): a time-out on silence. */
+class IdleDeadline {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout;
+  private readonly ms: number;
+
+  constructor(ms: number) {
+    this.ms = ms;
+    this.timer = this.arm();
+  }
+
+  get signal() {
+    return this.controller.signal;
+  }
+
+  restart() {
+    clearTimeout(this.timer);
+    this.timer = this.arm();
+  }
+
+  clear() {
+    clearTimeout(this.timer);
+  }
+
+  private arm() {
+    return setTimeout(
+      () => this.controller.abort(new DOMException('request timed out', 'TimeoutError')),
+      this.ms,
+    );
   }
 }
 

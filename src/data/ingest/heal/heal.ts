@@ -6,6 +6,13 @@ import { ExchangeError } from '../exchange/patientHttp.ts';
 import { loadUnit } from '../loader.ts';
 import type { Candle } from '../types.ts';
 import { healFilledCandles, healKnownGapCandles } from '../../../shared/metrics.ts';
+import {
+  addHealedMinutes,
+  healWindow,
+  openMinutes,
+  recordOpenMinutes,
+  type HealWindow,
+} from './openGaps.ts';
 
 // Gap healing: the minutes of a look-back window (after a currency's first observation) that have
 // no observation are fetched as one-minute candles from the exchanges, in order (what the first
@@ -41,33 +48,14 @@ export interface HealOptions {
   now?: number;
 }
 
-/** Missing minutes of one currency in [start, end) as contiguous ranges. */
+/** The open minutes of one currency in the window, as contiguous ranges. */
 export async function findGaps(
   client: pg.ClientBase,
   code: string,
-  startMs: number,
-  endMs: number,
+  window: HealWindow,
 ): Promise<HealRange[]> {
-  const { rows } = await client.query<{ minute: Date }>(
-    `WITH first AS (
-       SELECT min(time) AS t FROM price_observations WHERE currency_code = $1
-     )
-     SELECT m AS minute
-       FROM first,
-            generate_series(
-              greatest(date_trunc('minute', first.t), to_timestamp($2::double precision / 1000)),
-              to_timestamp($3::double precision / 1000) - interval '1 minute',
-              interval '1 minute') AS m
-      WHERE first.t IS NOT NULL
-        AND NOT EXISTS (SELECT 1 FROM price_observations o
-                         WHERE o.currency_code = $1 AND o.time >= m AND o.time < m + interval '1 minute')
-        AND NOT EXISTS (SELECT 1 FROM price_gaps g WHERE g.currency_code = $1 AND g.minute = m)
-      ORDER BY m`,
-    [code, startMs, endMs],
-  );
   const ranges: HealRange[] = [];
-  for (const { minute } of rows) {
-    const t = minute.getTime();
+  for (const t of await openMinutes(client, code, window)) {
     const last = ranges[ranges.length - 1];
     if (last && last.toMs === t) last.toMs = t + MINUTE;
     else ranges.push({ fromMs: t, toMs: t + MINUTE });
@@ -82,10 +70,7 @@ export async function healCurrency(
   code: string,
   options: HealOptions,
 ): Promise<HealResult> {
-  const now = options.now ?? Date.now();
-  // Only closed minutes: the current one may still receive observations.
-  const endMs = Math.floor(now / MINUTE) * MINUTE - MINUTE;
-  const startMs = endMs - options.lookbackHours * 3_600_000;
+  const window = healWindow(options.now ?? Date.now(), options.lookbackHours);
   const result: HealResult = {
     code,
     missing: 0,
@@ -105,12 +90,15 @@ export async function healCurrency(
     );
     if (!lock.rows[0]?.ok) return { ...result, skipped: true };
     try {
-      if (startMs >= endMs) return result;
-      for (const range of await findGaps(db, code, startMs, endMs)) {
+      const gaps = await findGaps(db, code, window);
+      for (const range of gaps) {
         result.missing += (range.toMs - range.fromMs) / MINUTE;
         const settled = await healRange(db, sources, code, range, result);
         if (settled) result.knownGaps += await rememberGaps(db, code, range);
       }
+      // What is still open, counted again only where there was something to heal.
+      const open = gaps.length === 0 ? 0 : (await openMinutes(db, code, window)).length;
+      await recordOpenMinutes(db, code, open);
     } finally {
       await db.query(`SELECT pg_advisory_unlock(hashtext('heal:' || $1))`, [code]);
     }
@@ -166,6 +154,7 @@ async function healRange(
             yield { file: label, candles, rejections: [], bytes: 0 };
           },
           expected: [{ code, from: new Date(part.fromMs), to: new Date(part.toMs) }],
+          afterWrite: (client, loaded) => addHealedMinutes(client, source.name, loaded.inserted),
         });
         result.filled += loaded.inserted;
         result.bySource[source.name] = (result.bySource[source.name] ?? 0) + loaded.inserted;
@@ -221,7 +210,15 @@ async function rememberGaps(db: pg.ClientBase, code: string, range: HealRange): 
   return rowCount ?? 0;
 }
 
-/** One pass over the given currencies (or every currency with observations). */
+/**
+ * Currencies healed at once. A currency's pass mostly waits (on the database, then the exchange),
+ * so a few side by side keep both busy: 136 currencies after a 6-hour outage heal in about half
+ * the time (bench/RESULTS.md). The exchanges' clients are shared, so their rate limits hold for
+ * the whole pass; each currency has a connection of its own.
+ */
+const CURRENCIES_AT_ONCE = 4;
+
+/** One pass over the given currencies; results in their order. The first failure stops it. */
 export async function healAll(
   connect: Connect,
   sources: CandleSource[],
@@ -229,7 +226,24 @@ export async function healAll(
   options: HealOptions,
 ): Promise<HealResult[]> {
   const results: HealResult[] = [];
-  for (const code of codes) results.push(await healCurrency(connect, sources, code, options));
+  let next = 0;
+  let failed = false;
+  const healInTurn = async () => {
+    while (!failed && next < codes.length) {
+      const index = next++;
+      try {
+        results[index] = await healCurrency(connect, sources, codes[index]!, options);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  const lanes = Array.from({ length: Math.min(CURRENCIES_AT_ONCE, codes.length) }, healInTurn);
+  // Every lane ends before the pass does, so no currency is still being healed after a failure.
+  const outcomes = await Promise.allSettled(lanes);
+  const failure = outcomes.find((o) => o.status === 'rejected');
+  if (failure) throw failure.reason;
   return results;
 }
 

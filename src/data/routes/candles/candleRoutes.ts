@@ -1,6 +1,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { DatabasePool } from 'slonik';
+import type { ReadRouter } from '../../../shared/db/readRouter.ts';
 import { z } from 'zod';
 import type { Logger } from '../../../shared/logger.ts';
 import { NotFoundError } from '../../../shared/errors.ts';
@@ -24,8 +25,8 @@ import { respondWithJsonPieces } from '../jsonPieces.ts';
 import type { ReadGates } from '../../readGates.ts';
 
 export interface CandleRouteDeps {
-  /** The read pool: every query of these routes is an expensive read. */
-  pool: DatabasePool;
+  /** Every query of these routes is an expensive read: on a replica, else the primary's read pool. */
+  reads: ReadRouter;
   gates: ReadGates;
   requireScope: ScopeGuard;
   maxPoints: number;
@@ -40,11 +41,11 @@ const ALIGNMENT =
   'start at local midnight and last 23 or 25 hours across a DST change.';
 
 export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteDeps) {
-  async function prepare(code: string, request: CandleRequest) {
-    if (!(await currencyExists(deps.pool, code))) {
+  async function prepare(db: DatabasePool, code: string, request: CandleRequest) {
+    if (!(await currencyExists(db, code))) {
       throw new NotFoundError(`Unknown currency '${code}'`, 'unknown_currency');
     }
-    await assertZoneKnownToDatabase(deps.pool, request.timeZone);
+    await assertZoneKnownToDatabase(db, request.timeZone);
   }
 
   registry.add(
@@ -72,10 +73,9 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
           parameter: 'interval',
           advice: `use a larger interval or the streaming export route /data/candles/${params.code}/export`,
         });
-        const answer = await queryCandlesJson(deps.pool, request, {
-          requireCurrency: true,
-          cache: deps.historyCache,
-        });
+        const answer = await deps.reads.expensive((db) =>
+          queryCandlesJson(db, request, { requireCurrency: true, cache: deps.historyCache }),
+        );
         if (answer.empty) {
           ctx.status = 204;
           return;
@@ -111,7 +111,12 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
       errors: [401, 403, 404, 503],
       handler: async (ctx, { params, query }) => {
         const request = candleRequestFrom(params.code, query);
-        await prepare(params.code, request);
+        // The server that passed the checks streams the rows (a replica failing by then cuts
+        // the stream short, as the primary would).
+        const db = await deps.reads.expensive(async (db) => {
+          await prepare(db, params.code, request);
+          return db;
+        });
         const out = new PassThrough();
         ctx.type = EXPORT_CONTENT_TYPES[query.format];
         ctx.set(
@@ -121,12 +126,12 @@ export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteD
         ctx.body = out;
         const lines = query.format === 'csv' ? csvLines : ndjsonLines;
         // Headers are gone once rows flow: a failure now can only cut the stream short.
-        streamCandles(deps.pool, request, (rows) =>
-          pipeline(Readable.from(lines(rows)), out),
-        ).catch((error: unknown) => {
-          deps.logger.warn({ err: error, code: params.code }, 'candle export ended early');
-          out.destroy(error as Error);
-        });
+        streamCandles(db, request, (rows) => pipeline(Readable.from(lines(rows)), out)).catch(
+          (error: unknown) => {
+            deps.logger.warn({ err: error, code: params.code }, 'candle export ended early');
+            out.destroy(error as Error);
+          },
+        );
       },
     }),
   );

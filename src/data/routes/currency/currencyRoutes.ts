@@ -1,11 +1,10 @@
-import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
+import type { ReadRouter } from '../../../shared/db/readRouter.ts';
 import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import { bearerSecurity, type ScopeGuard } from '../../auth.ts';
 import { queryOpensJson } from '../../history/candleQuery.ts';
-import { dayFields, type DayStatsCache } from '../../history/dayStats.ts';
 import type { RunCache } from '../../history/runCache.ts';
 import {
   currencyListQuery,
@@ -14,28 +13,20 @@ import {
   timeValueSchema,
 } from './schema.ts';
 import { respondWithJsonPieces } from '../jsonPieces.ts';
+import type { SnapshotCache } from './snapshotCache.ts';
 import type { ReadGates } from '../../readGates.ts';
 
 export interface CurrencyRouteDeps {
-  pool: DatabasePool;
-  /** History reads only. */
-  readPool: DatabasePool;
+  /** History: a replica close enough to the primary, else the primary's read pool. */
+  reads: ReadRouter;
   gates: ReadGates;
   requireScope: ScopeGuard;
   maxPoints: number;
   /** Settled runs of history answers kept between requests; none when turned off. */
   historyCache?: RunCache;
-  /** The 24-hour statistics, computed once per harvest cycle. */
-  dayStats: DayStatsCache;
+  /** The list of current values, encoded once per change. */
+  snapshot: SnapshotCache;
 }
-
-const displayRow = z.object({
-  currencyName: z.string(),
-  currencyCode: z.string(),
-  value: z.number(),
-  lastUpdated: z.date(),
-  latest: z.date(),
-});
 
 export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRouteDeps) {
   registry.add(
@@ -48,7 +39,9 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
         'Each item carries the statistics of the last 24 hours, from the rollups: `open24h` (the ' +
         'first price of the window), `high24h`, `low24h`, `volume24h` and `change24h` (the current ' +
         'value against `open24h`, in percent); null when the currency has no price in the window. ' +
-        'They are computed once per harvest cycle.',
+        'They are computed once per harvest cycle. The list is encoded once per change of the ' +
+        'prices and answered from memory; `Cache-Control: no-cache` on the request makes sure ' +
+        'every change committed before it is included.',
       tags: ['currency'],
       security: bearerSecurity('read'),
       before: [deps.requireScope('read')],
@@ -58,23 +51,18 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
       },
       errors: [401, 403, 503],
       handler: async (ctx, { query }) => {
-        const rows = await deps.pool.any(sql.type(displayRow)`
-          SELECT c.name AS "currencyName", c.code AS "currencyCode",
-                 s.price AS value, s.observed_at AS "lastUpdated",
-                 max(s.observed_at) OVER () AS latest
-          FROM currency_snapshots s JOIN currencies c ON c.code = s.currency_code
-          ORDER BY s.price DESC, c.code
-          LIMIT ${query.limit} OFFSET ${query.offset}
-        `);
-        const stats = await deps.dayStats.get(rows[0]?.latest.getTime() ?? 0);
-        ctx.body = {
-          currencies: rows.map(({ latest: _latest, ...row }) => ({
-            ...row,
-            logoUrl: `/assets/cryptofont/${row.currencyCode.toLowerCase()}.svg`,
-            lastUpdated: row.lastUpdated.toISOString(),
-            ...dayFields(row.value, stats.get(row.currencyCode)),
-          })),
-        };
+        // `Cache-Control: no-cache` (the API sends it with each read of the list, which it makes
+        // after hearing a change itself): every change committed before the request is
+        // reflected, even one this instance has not heard of yet.
+        const fresh = /\bno-cache\b/i.test(ctx.get('cache-control'));
+        const { items, whole } = await deps.snapshot.current({ fresh });
+        if (query.offset === 0 && query.limit >= items.length) {
+          ctx.type = 'application/json';
+          ctx.body = whole;
+          return;
+        }
+        const page = items.slice(query.offset, query.offset + query.limit);
+        respondWithJsonPieces(ctx, ['{"currencies":[', page.join(','), ']}']);
       },
     }),
   );
@@ -112,10 +100,12 @@ export function registerCurrencyRoutes(registry: RouteRegistry, deps: CurrencyRo
         const to = new Date();
         const from = new Date(to.getTime() - query.hours * 3_600_000);
         // The first price of each bucket is its candle's open, so the rollup planner answers.
-        const answer = await queryOpensJson(
-          deps.readPool,
-          { code: params.code, from, to, intervalSeconds: query.intervalSeconds },
-          { requireCurrency: true, cache: deps.historyCache },
+        const answer = await deps.reads.expensive((db) =>
+          queryOpensJson(
+            db,
+            { code: params.code, from, to, intervalSeconds: query.intervalSeconds },
+            { requireCurrency: true, cache: deps.historyCache },
+          ),
         );
         if (answer.empty) {
           ctx.status = 204;

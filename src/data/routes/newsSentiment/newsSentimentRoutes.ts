@@ -93,6 +93,7 @@ export function registerNewsSentimentRoutes(registry: RouteRegistry, deps: Signa
       method: 'get',
       path: '/data/news-sentiment',
       operationId: 'newsSentimentPerBucket',
+      cancelWhenAbandoned: true,
       summary: 'News sentiment per time bucket',
       description:
         'Articles are counted in the bucket of their publishDate. Buckets are aligned to the Unix ' +
@@ -106,10 +107,9 @@ export function registerNewsSentimentRoutes(registry: RouteRegistry, deps: Signa
       handler: async (ctx, { query }) => {
         const range = resolveRange(query);
         assertPointCap(range, query.intervalSeconds, deps.maxPoints);
-        const rows = await sentimentPerBucket(deps.pool, {
-          ...range,
-          intervalSeconds: query.intervalSeconds,
-        });
+        const rows = await deps.reads.quick((db) =>
+          sentimentPerBucket(db, { ...range, intervalSeconds: query.intervalSeconds }),
+        );
         ctx.body = {
           buckets: rows.map((row) => ({ ...row, timestamp: row.timestamp.toISOString() })),
         };

@@ -120,6 +120,7 @@ export function registerPredictionRoutes(registry: RouteRegistry, deps: SignalRo
       method: 'get',
       path: '/data/predictions',
       operationId: 'listPredictions',
+      cancelWhenAbandoned: true,
       summary: 'Predictions of a currency with their error against the actual price',
       description:
         'The actual price at the predicted time is the close of the latest price observation of ' +
@@ -140,21 +141,28 @@ export function registerPredictionRoutes(registry: RouteRegistry, deps: SignalRo
       },
       errors: [401, 403, 404, 503],
       handler: async (ctx, { query }) => {
-        if (!(await currencyExists(deps.pool, query.code))) {
-          throw new NotFoundError(`Unknown currency '${query.code}'`, 'unknown_currency');
-        }
         const filter = { code: query.code, modelType: query.modelType, ...resolveRange(query) };
-        if (query.intervalSeconds !== undefined) {
-          assertPointCap(filter, query.intervalSeconds, deps.maxPoints);
-          const rows = await accuracyPerBucket(deps.pool, filter, query.intervalSeconds);
+        const perBucket = query.intervalSeconds;
+        if (perBucket !== undefined) assertPointCap(filter, perBucket, deps.maxPoints);
+        const rows = await deps.reads.quick(async (db) => {
+          if (!(await currencyExists(db, query.code))) {
+            throw new NotFoundError(`Unknown currency '${query.code}'`, 'unknown_currency');
+          }
+          return perBucket === undefined
+            ? { predictions: await evaluatedPredictions(db, filter, query) }
+            : { buckets: await accuracyPerBucket(db, filter, perBucket) };
+        });
+        if (rows.buckets) {
           ctx.body = {
-            buckets: rows.map((row) => ({ ...row, timestamp: row.timestamp.toISOString() })),
+            buckets: rows.buckets.map((row) => ({
+              ...row,
+              timestamp: row.timestamp.toISOString(),
+            })),
           };
           return;
         }
-        const rows = await evaluatedPredictions(deps.pool, filter, query);
         ctx.body = {
-          predictions: rows.map((row) => ({
+          predictions: rows.predictions.map((row) => ({
             ...row,
             lastUpdated: row.lastUpdated.toISOString(),
             receivedAt: row.receivedAt.toISOString(),

@@ -165,6 +165,7 @@ export function registerTrainingSessionRoutes(registry: RouteRegistry, deps: Sig
       method: 'get',
       path: '/data/training-sessions',
       operationId: 'listTrainingSessions',
+      cancelWhenAbandoned: true,
       summary: 'Training sessions with their linked prediction',
       description:
         'Filtered by currency, model type and a range of trainingStartTime [from, to) (each ' +
@@ -178,7 +179,7 @@ export function registerTrainingSessionRoutes(registry: RouteRegistry, deps: Sig
       },
       errors: [401, 403, 503],
       handler: async (ctx, { query }) => {
-        const rows = await listTrainingSessions(deps.pool, query, query);
+        const rows = await deps.reads.quick((db) => listTrainingSessions(db, query, query));
         ctx.body = { trainingSessions: rows.map(present) };
       },
     }),
