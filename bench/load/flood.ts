@@ -59,7 +59,8 @@ async function prepareDatabase() {
   await admin.query(`CREATE DATABASE ${DB}`);
   await admin.end();
   await migrate(dbUrl);
-  const pool = await createDatabasePool(dbUrl);
+  // Writing two years of minutes takes longer than the default statement time-out on a busy machine.
+  const pool = await createDatabasePool(dbUrl, { statementTimeoutMs: 600_000 });
   await generateCurrencies({ pool, logger: createLogger('warn'), loadFromExchange: false });
   // Two years of minute prices for BTC: a history answer over them reads ~1 M rows.
   await pool.query(sql.unsafe`

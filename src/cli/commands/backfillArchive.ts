@@ -89,6 +89,7 @@ export async function runArchiveBackfill(
             nowMs,
             force: options.force,
             newestFirst: options.mode.kind === 'prepend',
+            sequential: options.mode.kind === 'since-last',
           },
           (work, rows) => progress.advance(work, rows),
         );

@@ -39,7 +39,17 @@ export interface ArchiveJob {
    * the stored history the next run extends backwards from.
    */
   newestFirst?: boolean;
+  /**
+   * One archive at a time, in order (--since-last, --prepend: the next run's range follows from
+   * what is stored, so a killed run must leave no hole). Otherwise two load at once, so one's
+   * look-ups, commit and download overlap the other's COPY; a rerun of a fixed range fills
+   * whatever a killed run left.
+   */
+  sequential?: boolean;
 }
+
+/** Archives loading at once when order does not matter (each on its own connection). */
+const PARALLEL_LOADS = 2;
 
 export interface ArchiveClients {
   connect: Connect;
@@ -120,38 +130,50 @@ export async function backfillFromArchives(
     return pending;
   };
 
-  while (queue.length > 0) {
-    const part = queue.shift() as ArchivePart;
-    if (part.kind === 'rest') {
-      await loadFromRest(clients, job, part, outcome, progress);
-      continue;
+  const sequential = job.sequential || job.newestFirst;
+  let failure: { error: unknown } | undefined;
+  const work = async () => {
+    while (queue.length > 0 && !failure) {
+      const part = queue.shift() as ArchivePart;
+      if (part.kind === 'rest') {
+        await loadFromRest(clients, job, part, outcome, progress);
+        continue;
+      }
+      if (!isPending(part)) {
+        outcome.archives.skipped++;
+        progress(candlesOf(part), 0);
+        continue;
+      }
+      const current = download(part);
+      // One at a time, the next archive downloads while this one loads.
+      const next = sequential ? queue.find(isPending) : undefined;
+      if (next) void download(next);
+      let archive: DownloadedArchive | null;
+      try {
+        archive = await current;
+      } catch (error) {
+        if (!(error instanceof ArchiveChecksumError)) throw error;
+        refuse(outcome, error.message);
+        progress(candlesOf(part), 0);
+        continue;
+      } finally {
+        downloads.delete(part);
+      }
+      if (!archive) {
+        outcome.archives.missing++;
+        queue.unshift(...(await partsInstead(clients, job, part, queue, progress, candlesOf)));
+        continue;
+      }
+      await loadArchive(clients.connect, job, part, archive, outcome, progress, candlesOf(part));
     }
-    if (!isPending(part)) {
-      outcome.archives.skipped++;
-      progress(candlesOf(part), 0);
-      continue;
-    }
-    const current = download(part);
-    const next = queue.find(isPending);
-    if (next) void download(next);
-    let archive: DownloadedArchive | null;
-    try {
-      archive = await current;
-    } catch (error) {
-      if (!(error instanceof ArchiveChecksumError)) throw error;
-      refuse(outcome, error.message);
-      progress(candlesOf(part), 0);
-      continue;
-    } finally {
-      downloads.delete(part);
-    }
-    if (!archive) {
-      outcome.archives.missing++;
-      queue.unshift(...(await partsInstead(clients, job, part, queue, progress, candlesOf)));
-      continue;
-    }
-    await loadArchive(clients.connect, job, part, archive, outcome, progress, candlesOf(part));
-  }
+  };
+  const worker = () =>
+    work().catch((error: unknown) => {
+      // The other loads finish their archive (each commits whole or not at all), then stop.
+      failure ??= { error };
+    });
+  await Promise.all(Array.from({ length: sequential ? 1 : PARALLEL_LOADS }, worker));
+  if (failure) throw failure.error;
   return outcome;
 }
 

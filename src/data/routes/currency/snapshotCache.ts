@@ -120,7 +120,9 @@ export class SnapshotCache {
       snapshotAge.set((Date.now() - kept.builtAt) / 1000);
       return kept.encoded;
     }
-    return (await this.build()).encoded;
+    const built = await this.build();
+    snapshotAge.set((Date.now() - built.builtAt) / 1000);
+    return built.encoded;
   }
 
   /** One build per generation at a time; kept only if no newer one was kept meanwhile. */
