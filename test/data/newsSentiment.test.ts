@@ -212,6 +212,8 @@ describe('POST /data/news-sentiment/add/bulk', () => {
     try {
       const send = (items: unknown[]) =>
         post(`${counted.url}/data/news-sentiment/add/bulk`, harness.writeToken, items);
+      // A first request verifies the token; the next ones within a second find it kept.
+      expect((await send([newsEvent({ articleId: 699 })])).body.accepted).toBe(1);
       const start = counted.statements();
       expect((await send([newsEvent({ articleId: 700 })])).body.accepted).toBe(1);
       const forOne = counted.statements() - start;
@@ -219,9 +221,11 @@ describe('POST /data/news-sentiment/add/bulk', () => {
       const before = counted.statements();
       const { body } = await send(many);
       expect(body.accepted).toBe(5000);
-      expect(counted.statements() - before).toBe(forOne);
-      // The token check and the insert.
-      expect(forOne).toBe(2);
+      // One insert for 5,000 items (and the token check if its kept verification expired).
+      expect(counted.statements() - before).toBeLessThanOrEqual(2);
+      // The insert, and the token check when its kept verification has expired in between.
+      expect(forOne).toBeGreaterThanOrEqual(1);
+      expect(forOne).toBeLessThanOrEqual(2);
     } finally {
       await counted.close();
     }

@@ -19,7 +19,11 @@ export interface NotificationListenerOptions {
   onLost?: (error: unknown) => void;
   minDelayMs?: number;
   maxDelayMs?: number;
-  /** How often an idle connection is checked with a round trip. */
+  /**
+   * How often the connection is checked with a round trip. A connection whose last answer is
+   * older than two intervals counts as not listening (copies kept on its word stop being served),
+   * and one silent for four intervals is dropped and opened again.
+   */
   pingIntervalMs?: number;
 }
 
@@ -37,6 +41,11 @@ export class NotificationListener {
   private retryTimer: NodeJS.Timeout | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
   private listening = false;
+  // When the server last answered on this connection. A black-holed link (a half-open TCP
+  // connection) raises no error for minutes; without this, copies kept on the listener's word
+  // would be served as current while changes go unheard.
+  private lastAnswerAt = 0;
+  private pingInFlight = false;
   // A channel of this listener alone, for sync(): see there.
   private readonly syncChannel = `sync_${randomUUID().replaceAll('-', '')}`;
   private readonly syncWaiters = new Map<string, () => void>();
@@ -46,7 +55,7 @@ export class NotificationListener {
     this.options = {
       minDelayMs: 200,
       maxDelayMs: 10_000,
-      pingIntervalMs: 15_000,
+      pingIntervalMs: 1_000,
       onListening: () => {},
       onLost: () => {},
       ...options,
@@ -54,7 +63,7 @@ export class NotificationListener {
   }
 
   get isListening(): boolean {
-    return this.listening;
+    return this.listening && Date.now() - this.lastAnswerAt <= 2 * this.options.pingIntervalMs;
   }
 
   start(): void {
@@ -135,11 +144,26 @@ export class NotificationListener {
     this.everListened = true;
     this.attempts = 0;
     this.listening = true;
-    this.pingTimer = setInterval(() => {
-      client.query('SELECT 1').catch(fail);
-    }, this.options.pingIntervalMs);
+    this.lastAnswerAt = Date.now();
+    this.pingInFlight = false;
+    this.pingTimer = setInterval(() => this.ping(client, fail), this.options.pingIntervalMs);
     this.pingTimer.unref();
     this.options.onListening(reconnected);
+  }
+
+  /** One round trip at a time; a connection silent for four intervals is dropped. */
+  private ping(client: pg.Client, fail: (error: unknown) => void) {
+    if (this.pingInFlight) {
+      if (Date.now() - this.lastAnswerAt > 4 * this.options.pingIntervalMs)
+        fail(new Error('no answer from the server'));
+      return;
+    }
+    this.pingInFlight = true;
+    client.query('SELECT 1').then(() => {
+      if (this.client !== client) return;
+      this.pingInFlight = false;
+      this.lastAnswerAt = Date.now();
+    }, fail);
   }
 
   private deliver(channel: string, payload: string) {
