@@ -5,8 +5,7 @@ import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { withDefaultUser } from '../../src/shared/config.ts';
-import { migrate } from '../../src/shared/db/migrate.ts';
+import { benchDatabaseUrl, onServer, recreateDatabase } from '../shared/databases.ts';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const out = join(root, 'bench', 'out');
@@ -14,11 +13,7 @@ export const CODES = ['BTC', 'ETH', 'SOL', 'XRP', 'ADA', 'DOGE', 'BNB', 'TRX', '
 /** The first minute of every generated file. */
 export const START_MS = Date.UTC(2015, 0, 1);
 
-const server = new URL(
-  withDefaultUser(process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres'),
-);
-export const dbUrl = (name: string) =>
-  Object.assign(new URL(server), { pathname: `/${name}` }).toString();
+export const dbUrl = benchDatabaseUrl;
 
 export const csvPathFor = (rows: number) => join(out, `candles-${rows}.csv`);
 
@@ -52,23 +47,9 @@ export async function generateCsv(rows: number): Promise<string> {
   return path;
 }
 
-async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: server.toString() });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
 /** A new, migrated database holding the benchmark's currencies; returns its URL. */
 export async function freshDatabase(name: string): Promise<string> {
-  await admin(async (client) => {
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await client.query(`CREATE DATABASE ${name}`);
-  });
-  await migrate(dbUrl(name));
+  await recreateDatabase(name);
   await query(
     dbUrl(name),
     `INSERT INTO currencies (code, name) SELECT unnest($1::text[]), unnest($1::text[])`,
@@ -78,7 +59,7 @@ export async function freshDatabase(name: string): Promise<string> {
 }
 
 export async function dropDatabase(name: string): Promise<void> {
-  await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
 export async function query(url: string, text: string, values: unknown[] = []) {

@@ -10,6 +10,7 @@
 // flood request and the load average, beside the goal: sign-in p99 < 1 s, snapshot p99 < 200 ms, readiness 200 throughout,
 // every shed answer 429/503 with Retry-After within 100 ms, zero 500s, and no abandoned SQL
 // running 2 s after the flood's requests ended (pg_stat_activity).
+import { benchDatabaseUrl, recreateDatabase } from '../shared/databases.ts';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -19,12 +20,9 @@ import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { sql } from 'slonik';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
-import { withDefaultUser } from '../../src/shared/config.ts';
-import { migrate } from '../../src/shared/db/migrate.ts';
 import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { runFloodClients, type FloodOptions, type FloodTally } from './floodClients.ts';
@@ -36,11 +34,8 @@ const CLIENT_TIMEOUT_MS = Number(process.env.FLOOD_CLIENT_TIMEOUT_MS ?? 3000);
 // USER_HZ: 100 on every Linux build Node supports.
 const CLOCK_TICKS_PER_SECOND = 100;
 const CLIENTS_PROCESS = process.env.FLOOD_CLIENTS_PROCESS === 'same' ? 'same' : 'separate';
-const server = new URL(
-  withDefaultUser(process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres'),
-);
 const DB = 'bench_load_flood';
-const dbUrl = Object.assign(new URL(server), { pathname: `/${DB}` }).toString();
+const dbUrl = benchDatabaseUrl(DB);
 
 async function freePort(): Promise<number> {
   const probe = createServer();
@@ -53,12 +48,7 @@ async function freePort(): Promise<number> {
 }
 
 async function prepareDatabase() {
-  const admin = new pg.Client({ connectionString: server.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${DB}`);
-  await admin.end();
-  await migrate(dbUrl);
+  await recreateDatabase(DB);
   // Writing two years of minutes takes longer than the default statement time-out on a busy machine.
   const pool = await createDatabasePool(dbUrl, { statementTimeoutMs: 600_000 });
   await generateCurrencies({ pool, logger: createLogger('warn'), loadFromExchange: false });

@@ -6,14 +6,13 @@
 // from process.cpuUsage), which depends little on what else runs on the machine. The data module
 // is not started: a refused request never reaches it. A baseline commit is measured by running
 // this file from a checkout of it (the file imports the code beside it).
+import { benchDatabaseUrl, recreateDatabase } from '../shared/databases.ts';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { createApiService } from '../../src/api/service.ts';
-import { loadConfig, withDefaultUser } from '../../src/shared/config.ts';
-import { migrate } from '../../src/shared/db/migrate.ts';
+import { loadConfig } from '../../src/shared/config.ts';
 import { listen } from '../../src/shared/http/server.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
@@ -21,20 +20,8 @@ import { createRuntime } from '../../src/shared/runtime.ts';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CONNECTIONS = Number(process.env.REFUSAL_CONNECTIONS ?? 100);
 const SECONDS = Number(process.env.REFUSAL_SECONDS ?? 10);
-const server = new URL(
-  withDefaultUser(process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres'),
-);
 const DB = 'bench_load_refusal';
-const dbUrl = Object.assign(new URL(server), { pathname: `/${DB}` }).toString();
-
-async function freshDatabase() {
-  const admin = new pg.Client({ connectionString: server.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${DB}`);
-  await admin.end();
-  await migrate(dbUrl);
-}
+const dbUrl = benchDatabaseUrl(DB);
 
 interface AutocannonResult {
   requests: { total: number; average: number };
@@ -56,7 +43,7 @@ async function fire(url: string): Promise<AutocannonResult> {
 }
 
 export async function runRefusalCost() {
-  await freshDatabase();
+  await recreateDatabase(DB);
   const config = loadConfig({
     DATABASE_URL: dbUrl,
     LOG_LEVEL: 'error',

@@ -7,20 +7,19 @@
 //   api   POST /api/authorize/login                                    (argon2id verification)
 // Each target runs BENCH_SECONDS (default 20) with BENCH_CONNECTIONS (default 10) connections;
 // prints requests/s, p50/p97.5/p99 latency, errors and non-2xx answers. Exit code 1 on any error.
+import { benchDatabaseUrl, recreateDatabase } from '../shared/databases.ts';
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import { sql } from 'slonik';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
 import { createDataService } from '../../src/data/service.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import { createApiService } from '../../src/api/service.ts';
-import { loadConfig, withDefaultUser } from '../../src/shared/config.ts';
-import { migrate } from '../../src/shared/db/migrate.ts';
+import { loadConfig } from '../../src/shared/config.ts';
 import { listen } from '../../src/shared/http/server.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
@@ -32,20 +31,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const BACKFILL_ROWS = Number(process.env.BENCH_BACKFILL_ROWS ?? 1_000_000);
-const server = new URL(
-  withDefaultUser(process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres'),
-);
 const DB = 'bench_load';
-const dbUrl = Object.assign(new URL(server), { pathname: `/${DB}` }).toString();
-
-async function freshDatabase() {
-  const admin = new pg.Client({ connectionString: server.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${DB}`);
-  await admin.end();
-  await migrate(dbUrl);
-}
+const dbUrl = benchDatabaseUrl(DB);
 
 async function backfillCsv(): Promise<string> {
   const dir = join(root, 'bench', 'out');
@@ -92,7 +79,7 @@ async function measure(target: Target) {
 }
 
 async function main() {
-  await freshDatabase();
+  await recreateDatabase(DB);
   const config = loadConfig({
     DATABASE_URL: dbUrl,
     LOG_LEVEL: 'warn',
