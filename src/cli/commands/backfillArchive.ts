@@ -10,13 +10,10 @@ import { intervalMs } from '../../data/ingest/exchange/intervals.ts';
 import { ExchangeError } from '../../data/ingest/exchange/patientHttp.ts';
 import type { Config } from '../../shared/config.ts';
 import { printable } from '../../shared/printable.ts';
-import { printJson } from '../context.ts';
-import { EXIT } from '../exitCodes.ts';
 import { createProgress } from '../progress.ts';
 import {
-  formatReports,
   planRun,
-  sum,
+  reportRun,
   type CurrencyReport,
   type IncrementalOptions,
 } from './backfillIncremental.ts';
@@ -115,17 +112,7 @@ export async function runArchiveBackfill(
   } finally {
     progress.stop();
   }
-  const failed = reports.some((r) => r.status === 'failed' || r.rejected > 0);
-  const totals = {
-    currencies: reports.length,
-    planned: plans.length,
-    inserted: sum(reports, 'inserted'),
-    duplicates: sum(reports, 'duplicates'),
-    rejected: sum(reports, 'rejected'),
-  };
-  if (options.json) printJson({ source: ARCHIVE_SOURCE, totals, currencies: reports, stopped });
-  else process.stdout.write(formatReports(ARCHIVE_SOURCE, reports, totals, plans.length));
-  return failed ? EXIT.failure : EXIT.ok;
+  return reportRun(ARCHIVE_SOURCE, reports, plans.length, stopped, options.json);
 }
 
 function describeOutcome(report: ArchiveCurrencyReport, outcome: ArchiveOutcome) {

@@ -87,17 +87,7 @@ export async function runIncrementalBackfill(
   } finally {
     progress.stop();
   }
-  const failed = reports.some((r) => r.status === 'failed' || r.rejected > 0);
-  const totals = {
-    currencies: reports.length,
-    planned: plans.length,
-    inserted: sum(reports, 'inserted'),
-    duplicates: sum(reports, 'duplicates'),
-    rejected: sum(reports, 'rejected'),
-  };
-  if (options.json) printJson({ source: options.source, totals, currencies: reports, stopped });
-  else process.stdout.write(formatReports(options.source, reports, totals, plans.length));
-  return failed ? EXIT.failure : EXIT.ok;
+  return reportRun(options.source, reports, plans.length, stopped, options.json);
 }
 
 export async function planRun(
@@ -195,13 +185,37 @@ async function loadCurrency(
   return report;
 }
 
-export function sum(reports: CurrencyReport[], key: 'inserted' | 'duplicates' | 'rejected') {
+function sum(reports: CurrencyReport[], key: 'inserted' | 'duplicates' | 'rejected') {
   return reports.reduce((s, r) => s + r[key], 0);
+}
+
+/**
+ * The end of an exchange backfill of any source: totals, the JSON document or the text summary,
+ * and the exit code (1 when a currency failed or rows were rejected).
+ */
+export function reportRun(
+  source: string,
+  reports: CurrencyReport[],
+  planned: number,
+  stopped: string | undefined,
+  json: boolean | undefined,
+): number {
+  const totals = {
+    currencies: reports.length,
+    planned,
+    inserted: sum(reports, 'inserted'),
+    duplicates: sum(reports, 'duplicates'),
+    rejected: sum(reports, 'rejected'),
+  };
+  if (json) printJson({ source, totals, currencies: reports, stopped });
+  else process.stdout.write(formatReports(source, reports, totals, planned));
+  const failed = reports.some((r) => r.status === 'failed' || r.rejected > 0);
+  return failed ? EXIT.failure : EXIT.ok;
 }
 
 const n = (value: number) => value.toLocaleString('en-US');
 
-export function formatReports(
+function formatReports(
   source: string,
   reports: CurrencyReport[],
   totals: { inserted: number; duplicates: number; rejected: number },
