@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { buffer } from 'node:stream/consumers';
 import yazl from 'yazl';
-import { klineValues, MINUTE } from './fixtures.ts';
+import { binanceKlineLine, klineValues, MINUTE } from './fixtures.ts';
 
 const DAY = 86_400_000;
 const US_FROM = Date.UTC(2025, 0, 1);
@@ -108,20 +108,5 @@ function periodRange(kind: string, period: string): [number, number] {
 
 /** One archive row; Binance's spot archives carry µs from 2025-01-01 on, ms before. */
 function klineLine(t: number): string {
-  const v = klineValues(t / MINUTE, 40_000);
-  const scale = t >= US_FROM ? 1000 : 1;
-  return [
-    t * scale,
-    v.open.toFixed(8),
-    v.high.toFixed(8),
-    v.low.toFixed(8),
-    v.close.toFixed(8),
-    v.volume.toFixed(8),
-    (t + MINUTE) * scale - 1,
-    (v.volume * v.close).toFixed(8),
-    42,
-    (v.volume / 2).toFixed(8),
-    ((v.volume / 2) * v.close).toFixed(8),
-    '0',
-  ].join(',');
+  return binanceKlineLine(t, klineValues(t / MINUTE, 40_000), t >= US_FROM ? 1000 : 1, 42);
 }

@@ -30,26 +30,32 @@ export function binanceLines(
   const scale = unit === 'us' ? 1000 : 1;
   const lines: string[] = [];
   for (let i = 0; i < count; i++) {
-    const t = startMs + i * MINUTE;
-    const v = klineValues(i, base);
-    lines.push(
-      [
-        t * scale,
-        v.open.toFixed(8),
-        v.high.toFixed(8),
-        v.low.toFixed(8),
-        v.close.toFixed(8),
-        v.volume.toFixed(8),
-        (t + MINUTE) * scale - 1,
-        (v.volume * v.close).toFixed(8),
-        100 + i,
-        (v.volume / 2).toFixed(8),
-        ((v.volume / 2) * v.close).toFixed(8),
-        0,
-      ].join(','),
-    );
+    lines.push(binanceKlineLine(startMs + i * MINUTE, klineValues(i, base), scale, 100 + i));
   }
   return lines;
+}
+
+/** One kline CSV line of the minute starting at `t` (ms); `scale` 1000 writes microseconds. */
+export function binanceKlineLine(
+  t: number,
+  v: ReturnType<typeof klineValues>,
+  scale: number,
+  trades: number,
+): string {
+  return [
+    t * scale,
+    v.open.toFixed(8),
+    v.high.toFixed(8),
+    v.low.toFixed(8),
+    v.close.toFixed(8),
+    v.volume.toFixed(8),
+    (t + MINUTE) * scale - 1,
+    (v.volume * v.close).toFixed(8),
+    trades,
+    (v.volume / 2).toFixed(8),
+    ((v.volume / 2) * v.close).toFixed(8),
+    0,
+  ].join(',');
 }
 
 export const BINANCE_HEADER =
