@@ -228,6 +228,10 @@ describe.each(MODES)('analyst candle routes, %s mode', (mode) => {
     'interval=4h&from=2024-03-27T00:00:00Z&to=2024-04-04T00:00:00Z&fill=previous',
     'interval=1d&tz=Europe%2FBerlin&from=2024-10-20T00:00:00Z&to=2024-11-01T00:00:00Z&fill=linear',
     'interval=15m&from=2024-03-31T00:00:00Z&to=2024-03-31T06:00:00Z&fill=null&tz=America%2FNew_York',
+    // The repeated hours of autumn nights: distinct buckets in the JSON answer and the export alike.
+    'interval=15m&from=2024-10-26T22:00:00Z&to=2024-10-27T04:00:00Z&fill=null&tz=Europe%2FBerlin',
+    'interval=30m&from=2024-10-26T22:00:00Z&to=2024-10-27T04:00:00Z&fill=previous&tz=Europe%2FBerlin',
+    'interval=30m&from=2024-11-03T03:00:00Z&to=2024-11-03T09:00:00Z&fill=linear&tz=America%2FNew_York',
     'interval=7&from=2024-03-31T00:00:00Z&to=2024-03-31T00:30:00Z',
     'interval=1w&origin=2024-01-01T00:00:00Z&offset=-6h&from=2024-02-01T00:00:00Z&to=2024-12-01T00:00:00Z',
   ])('the CSV and NDJSON export equal the JSON answer: %s', async (query) => {

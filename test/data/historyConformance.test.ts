@@ -12,7 +12,13 @@ import { RunCache } from '../../src/data/history/runCache.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';
-import { asJson, bruteForceCandles, random, randomCandles } from '../support/candles.ts';
+import {
+  asJson,
+  bruteForceCandles,
+  random,
+  randomCandles,
+  ZONE_ANCHORS,
+} from '../support/candles.ts';
 import { insertCandles, type Candle } from '../support/prices.ts';
 import { createModeRuntime, MODES, type ModeRuntime } from '../support/rollupModes.ts';
 
@@ -195,6 +201,16 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
     }
   });
 
+  /**
+   * The reference bucket of a zone's grid: buckets under a day fixed in time from the zone's
+   * local midnight of 2000-01-03, days and weeks from time_bucket with the zone.
+   */
+  const zoneBucket = (seconds: number, timeZone: string, column: 'time' | 't') =>
+    seconds < 86_400
+      ? sql.fragment`time_bucket(make_interval(secs => ${seconds}::float8), ${sql.identifier([column])},
+          ${new Date(ZONE_ANCHORS[timeZone]!).toISOString()}::timestamptz)`
+      : sql.fragment`time_bucket(make_interval(secs => ${seconds}::float8), ${sql.identifier([column])}, ${timeZone}::text)`;
+
   test('calendar buckets in a zone equal time_bucket over the raw rows', async () => {
     const cases: Array<[string, number]> = [
       ['Europe/Berlin', 86_400],
@@ -222,7 +238,7 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
         fill: 'none',
       });
       const expected = await runtime.pool.any(sql.type(sqlCandle)`
-        SELECT time_bucket(make_interval(secs => ${seconds}::float8), time, ${timeZone}::text) AS timestamp,
+        SELECT ${zoneBucket(seconds, timeZone, 'time')} AS timestamp,
                first(open, time) AS open, max(high) AS high, min(low) AS low,
                last(close, time) AS close, sum(volume) AS volume, count(*)::int AS count
         FROM price_observations
@@ -273,12 +289,11 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
     from: Date,
     to: Date,
   ) {
-    const width = sql.fragment`make_interval(secs => ${seconds}::float8)`;
     const fromSql = sql.fragment`${from.toISOString()}::timestamptz`;
     const toSql = sql.fragment`${to.toISOString()}::timestamptz`;
     const data = asJson(
       await runtime.pool.any(sql.type(sqlCandle)`
-        SELECT time_bucket(${width}, time, ${timeZone}::text) AS timestamp,
+        SELECT ${zoneBucket(seconds, timeZone, 'time')} AS timestamp,
                first(open, time) AS open, max(high) AS high, min(low) AS low,
                last(close, time) AS close, sum(volume) AS volume, count(*)::int AS count
         FROM price_observations
@@ -287,7 +302,7 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
       `),
     );
     const starts = await runtime.pool.anyFirst(sql.type(z.object({ b: z.date() }))`
-      SELECT DISTINCT time_bucket(${width}, t, ${timeZone}::text) AS b
+      SELECT DISTINCT ${zoneBucket(seconds, timeZone, 't')} AS b
       FROM (SELECT generate_series(${fromSql}, ${toSql}, interval '1 minute') AS t
             UNION ALL SELECT ${toSql} - interval '1 microsecond') AS instants
       WHERE t < ${toSql}

@@ -115,10 +115,12 @@ describe('planRuns', () => {
     ]);
   });
 
-  test('only windows on a UTC grid without carried values are cuttable', () => {
+  test('only windows on a grid fixed in time without carried values are cuttable', () => {
     expect(isCuttable(request())).toBe(true);
     expect(isCuttable(request({ fill: 'null' }))).toBe(true);
-    expect(isCuttable(request({ timeZone: 'Europe/Berlin' }))).toBe(false);
+    // Hours in a zone are fixed in time (from its local midnight); its days follow its wall clock.
+    expect(isCuttable(request({ timeZone: 'Europe/Berlin' }))).toBe(true);
+    expect(isCuttable(request({ timeZone: 'Europe/Berlin', intervalSeconds: 86_400 }))).toBe(false);
     expect(isCuttable(request({ fill: 'previous' }))).toBe(false);
     expect(isCuttable(request({ fill: 'linear' }))).toBe(false);
   });

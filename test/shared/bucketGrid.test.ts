@@ -3,11 +3,13 @@ import { lookbackHours } from '../../src/api/portfolio/priceHistories.ts';
 import {
   assertWithinPointCap,
   bucketStartMs,
+  followsWallClock,
   isBoundary,
   localGrid,
   longestHoursWithin,
   maxBuckets,
   maxBucketsOverHours,
+  utcOriginMs,
 } from '../../src/shared/time/bucketGrid.ts';
 
 const at = (iso: string) => new Date(iso);
@@ -27,7 +29,49 @@ describe('the bucket grid', () => {
     expect(isBoundary({ intervalSeconds: 60 }, t)).toBe(false);
   });
 
-  test('a zone grid is counted on the wall clock from local midnight of 2000-01-03', () => {
+  test("a zone's buckets under a day are fixed in time from its local midnight of 2000-01-03", () => {
+    const window = { from: at('2025-10-25T12:00:00Z'), to: at('2025-10-26T12:00:00Z') };
+    const berlin = { intervalSeconds: 900, timeZone: 'Europe/Berlin' };
+    expect(followsWallClock(berlin)).toBe(false);
+    expect(utcOriginMs(berlin)).toBe(Date.parse('2000-01-02T23:00:00Z'));
+    // Berlin falls back at 01:00 UTC on 2025-10-26: 02:00-03:00 local comes twice, as two distinct
+    // hours of quarter-hour buckets, each stamped with its own instant.
+    expect(bucketStartMs(berlin, Date.parse('2025-10-26T00:20:00Z'))).toBe(
+      Date.parse('2025-10-26T00:15:00Z'),
+    );
+    expect(bucketStartMs(berlin, Date.parse('2025-10-26T01:20:00Z'))).toBe(
+      Date.parse('2025-10-26T01:15:00Z'),
+    );
+    // So the planner reads them as a UTC grid: no zone offsets to nest in.
+    expect(localGrid(berlin, window)).toEqual({
+      widthSeconds: 900,
+      originSeconds: Date.parse('2000-01-02T23:00:00Z') / 1000,
+      zoneOffsetsSeconds: [0],
+    });
+    for (const [timeZone, anchor] of [
+      ['America/New_York', '2000-01-03T05:00:00Z'],
+      ['Asia/Kolkata', '2000-01-02T18:30:00Z'],
+      ['Asia/Kathmandu', '2000-01-02T18:15:00Z'],
+      ['America/St_Johns', '2000-01-03T03:30:00Z'],
+      // Lord Howe's summer (+11:00) holds 2000-01-03; its winter is +10:30.
+      ['Australia/Lord_Howe', '2000-01-02T13:00:00Z'],
+    ] as const) {
+      expect({
+        timeZone,
+        anchor: new Date(utcOriginMs({ intervalSeconds: 3600, timeZone })),
+      }).toEqual({
+        timeZone,
+        anchor: at(anchor),
+      });
+    }
+    // An origin given is the anchor itself, shifted by the offset.
+    const origin = at('2024-01-01T00:07:00Z');
+    expect(
+      utcOriginMs({ intervalSeconds: 600, timeZone: 'Asia/Kolkata', origin, offsetSeconds: 60 }),
+    ).toBe(origin.getTime() + 60_000);
+  });
+
+  test('a zone grid of days is counted on the wall clock from local midnight of 2000-01-03', () => {
     const window = { from: at('2024-01-01T00:00:00Z'), to: at('2024-01-02T00:00:00Z') };
     expect(localGrid({ intervalSeconds: 86_400, timeZone: 'Asia/Kolkata' }, window)).toEqual({
       widthSeconds: 86_400,
@@ -47,11 +91,19 @@ describe('the point cap', () => {
     expect(maxBucketsOverHours(24, 3600)).toBe(25);
   });
 
-  test('a zone changing its offset in the window counts the longer wall-clock span', () => {
+  test("a zone's days count the longer wall-clock span of a change; its hours do not", () => {
     // Europe/Berlin springs forward on 2024-03-31: 24 UTC hours span 25 wall-clock hours.
     const window = { from: at('2024-03-30T12:00:00Z'), to: at('2024-03-31T12:00:00Z') };
     expect(maxBuckets({ intervalSeconds: 3600 }, window)).toBe(25);
-    expect(maxBuckets({ intervalSeconds: 3600, timeZone: 'Europe/Berlin' }, window)).toBe(26);
+    expect(maxBuckets({ intervalSeconds: 3600, timeZone: 'Europe/Berlin' }, window)).toBe(25);
+    // Two days from noon to noon across the change: three UTC days, four local ones at most.
+    const days = { from: at('2024-03-30T12:00:00Z'), to: at('2024-04-01T12:00:00Z') };
+    expect(maxBuckets({ intervalSeconds: 86_400 }, days)).toBe(3);
+    expect(maxBuckets({ intervalSeconds: 86_400, timeZone: 'Europe/Berlin' }, days)).toBe(4);
+    // The API's candles count the same way over the hours before now.
+    const now = Date.parse('2024-04-01T12:00:00Z');
+    expect(maxBucketsOverHours(48, 86_400, 'Europe/Berlin', now)).toBe(4);
+    expect(maxBucketsOverHours(48, 86_400, undefined, now)).toBe(3);
   });
 
   test('the longest window within the cap is never refused, an hour more is', () => {

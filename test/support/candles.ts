@@ -94,6 +94,21 @@ export function randomCandles(seed: number, codes: string[], start: number, end:
   return out;
 }
 
+/**
+ * Local midnight of Monday 2000-01-03 in zones the tests use, written out rather than computed by
+ * the code under test: buckets under a day in a zone are fixed in time from it.
+ */
+export const ZONE_ANCHORS: Record<string, number> = {
+  UTC: Date.parse('2000-01-03T00:00:00Z'),
+  'Europe/Berlin': Date.parse('2000-01-02T23:00:00Z'),
+  'America/New_York': Date.parse('2000-01-03T05:00:00Z'),
+  'Asia/Kolkata': Date.parse('2000-01-02T18:30:00Z'),
+  'Asia/Kathmandu': Date.parse('2000-01-02T18:15:00Z'),
+  'America/St_Johns': Date.parse('2000-01-03T03:30:00Z'),
+  // Lord Howe's summer (+11:00) holds 2000-01-03; its winter is +10:30.
+  'Australia/Lord_Howe': Date.parse('2000-01-02T13:00:00Z'),
+};
+
 /** Rows as the routes return them: ISO timestamps, plain numbers. */
 export function asJson<T extends { timestamp: Date }>(rows: readonly T[]) {
   return rows.map((r) => ({ ...r, timestamp: r.timestamp.toISOString() }));

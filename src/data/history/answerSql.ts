@@ -1,5 +1,6 @@
 import { sql, type SqlToken as SqlFragment } from 'slonik';
 import { z } from 'zod';
+import { followsWallClock } from '../../shared/time/bucketGrid.ts';
 import type { FillSeeds, SeedPoint } from './fillSeeds.ts';
 import { bucketSql, bucketStartsSql, ts, type RunBounds } from './gridSql.ts';
 import { CANDLE_IS_EMPTY, CANDLE_ITEM, OPEN_ITEM, type ItemShape } from './jsonText.ts';
@@ -263,7 +264,7 @@ const COLUMNS = {
 
 /**
  * One row per non-empty bucket. Rows of a level exactly as wide as the buckets (1h rows for
- * hourly buckets without a zone) already are answers and pass straight through; everything
+ * hourly buckets on a grid fixed in time) already are answers and pass straight through; everything
  * else is re-bucketed and merged. The two never share a bucket: a level serves whole buckets.
  */
 function bucketRows(
@@ -297,7 +298,7 @@ function bucketRows(
 
 export function passesThrough(request: CandleRequest, segment: Segment): boolean {
   return (
-    !request.timeZone &&
+    !followsWallClock(request) &&
     segment.source !== 'raw' &&
     levelOf(segment).seconds === request.intervalSeconds
   );

@@ -1,6 +1,6 @@
 import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { bucketStartMs } from '../../shared/time/bucketGrid.ts';
+import { bucketStartMs, followsWallClock } from '../../shared/time/bucketGrid.ts';
 import {
   candleQuery,
   firstDataBucketQuery,
@@ -119,9 +119,10 @@ class NextDataBucket {
       this.noneFrom = from;
       return this.plan.seeds.after;
     }
-    // The bucket holding that first row holds all its rows within about a bucket of it (in a zone,
-    // an hour more: a wall-clock bucket of a repeated hour comes twice).
-    const reach = 2 * this.request.intervalSeconds * 1000 + (this.request.timeZone ? 3_600_000 : 0);
+    // The bucket holding that first row holds all its rows within about a bucket of it (on a
+    // wall-clock grid, a change of offset more: a day may last 25 hours).
+    const change = followsWallClock(this.request) ? OFFSET_CHANGE_MS : 0;
+    const reach = 2 * this.request.intervalSeconds * 1000 + change;
     const probe = clip(this.plan.segments, from, Math.min(end, first.getTime() + reach));
     const bucket = await this.tx.one(firstDataBucketQuery(this.request, probe));
     this.found = {
@@ -145,7 +146,7 @@ async function sliceEnd(
   const end = request.to.getTime();
   const candidate = from.getTime() + sliceBuckets * request.intervalSeconds * 1000;
   if (candidate >= end) return request.to;
-  const cut = request.timeZone
+  const cut = followsWallClock(request)
     ? await zoneCut(tx, request, candidate)
     : new Date(bucketStartMs(request, candidate));
   // A cut at or before the slice's start (never for slices of several buckets) would not move.
@@ -158,10 +159,10 @@ const zoneCutRow = z.object({ cut: z.date(), steady: z.boolean() });
 const OFFSET_CHANGE_MS = 2 * 3_600_000;
 
 /**
- * A cut of a zone's grid at or after `candidate`, placed by the database's time_bucket (the
- * grid's one definition, gridSql.ts), and only where the zone's UTC offset stays the same for a
- * bucket and more on either side: around a change, wall-clock buckets of a repeated hour share
- * their stamps and no instant divides them in time. Undefined when the window ends first.
+ * A cut of a wall-clock grid at or after `candidate`, placed by the database's time_bucket (the
+ * grid's SQL form, gridSql.ts), and only where the zone's UTC offset stays the same for a bucket
+ * and more on either side, so that no cut is placed by an ambiguous wall-clock time. Undefined
+ * when the window ends first.
  */
 async function zoneCut(
   tx: DatabaseTransactionConnection,

@@ -1,8 +1,8 @@
-import { isBoundary, utcOriginMs } from '../../shared/time/bucketGrid.ts';
+import { followsWallClock, isBoundary, utcOriginMs } from '../../shared/time/bucketGrid.ts';
 import type { Segment } from './planner.ts';
 import type { CandleRequest } from './request.ts';
 
-// A window on a UTC grid is answered in runs of buckets, each formatted on its own: settled runs
+// A window on a grid fixed in time is answered in runs of buckets, each formatted on its own: settled runs
 // are kept between requests (runCache.ts), and the runs still to compute go to the database
 // in up to two batches on separate connections at once, since formatting thousands of buckets is
 // CPU work inside PostgreSQL and one statement only ever uses one core. Pure functions over the
@@ -39,11 +39,11 @@ export interface SettledSegment extends Segment {
 }
 
 /**
- * Whether pieces of the window can be answered apart: buckets on a fixed UTC grid, and no fill
- * that carries values from one bucket to the next.
+ * Whether pieces of the window can be answered apart: buckets on a grid fixed in time (any but
+ * a zone's days and weeks), and no fill that carries values from one bucket to the next.
  */
 export function isCuttable(request: CandleRequest): boolean {
-  return !request.timeZone && request.fill !== 'previous' && request.fill !== 'linear';
+  return !followsWallClock(request) && request.fill !== 'previous' && request.fill !== 'linear';
 }
 
 /**

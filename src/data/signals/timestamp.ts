@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { currentNaiveTimeZone, instantOfWallClock } from './naiveTimeZone.ts';
+import { instantOfWallClock } from '../../shared/time/timeZones.ts';
+import { currentNaiveTimeZone } from './naiveTimeZone.ts';
 
 // The deployed clients send `yyyy-MM-dd HH:mm:ss` (UTC by convention) or ISO 8601. Both forms are
 // read by one grammar: a date, optionally a time after `T` or a space, optionally fractional

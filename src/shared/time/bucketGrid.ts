@@ -1,5 +1,5 @@
 import { ValidationError } from '../errors.ts';
-import { zoneOffsetSeconds, zoneOffsetsOver } from './timeZones.ts';
+import { instantOfWallClock, zoneOffsetSeconds, zoneOffsetsOver } from './timeZones.ts';
 
 // The bucket grid of a request, in one place. Every answer that groups time into buckets (the
 // data module's history, candles and export, the signal read-backs, the API's market and
@@ -7,10 +7,16 @@ import { zoneOffsetSeconds, zoneOffsetsOver } from './timeZones.ts';
 //
 //   - a bucket is `intervalSeconds` wide; its boundaries fall on origin + k·width, the origin
 //     being the Unix epoch unless one is given, shifted by `offsetSeconds`;
-//   - with a zone the boundaries are counted on that zone's wall clock, from local midnight of
-//     Monday 2000-01-03 unless an origin is given (TimescaleDB's default), so days start at
-//     local midnight and weeks on Mondays;
-//   - a bucket is stamped with its start;
+//   - with a zone, buckets shorter than a day stay a fixed width in absolute time, counted from
+//     local midnight of Monday 2000-01-03 in that zone unless an origin is given: a DST change
+//     neither stretches nor merges them, so the repeated hour of an autumn night is two hours of
+//     distinct buckets and the skipped hour of a spring night none (as pandas and TradingView
+//     count intraday bars; TimescaleDB's time_bucket with a zone would fold the repeated hour
+//     into one bucket stamped after half its rows);
+//   - with a zone, buckets of a day or longer follow its wall clock (the wall-clock grid) from
+//     that same local midnight unless an origin is given (TimescaleDB's default): days start at
+//     local midnight and last 23 or 25 hours across a change, weeks start on Mondays;
+//   - a bucket is stamped with its start, an instant (rendered in UTC);
 //   - a window is [from, to): rows at or after `from` and before `to` count;
 //   - the point cap counts the buckets a window can overlap (maxBuckets).
 //
@@ -47,19 +53,48 @@ export interface LocalGrid {
 /** Zone-aligned grids default to local midnight of Monday 2000-01-03, in local seconds. */
 export const LOCAL_DEFAULT_ORIGIN_SECONDS = Date.UTC(2000, 0, 3) / 1000;
 
-/** A boundary of a UTC grid, in epoch milliseconds (zone grids have none fixed in UTC). */
-export function utcOriginMs(grid: GridSpec): number {
-  return (grid.origin?.getTime() ?? 0) + (grid.offsetSeconds ?? 0) * 1000;
+/** From this width on, buckets in a zone follow its wall clock (see the rules above). */
+export const WALL_CLOCK_MIN_SECONDS = 86_400;
+
+/**
+ * Whether the grid follows a zone's wall clock (a zone and buckets of a day or more). Every
+ * other grid is fixed in absolute time: its boundaries are utcOriginMs + k·width.
+ */
+export function followsWallClock(grid: GridSpec): boolean {
+  return grid.timeZone !== undefined && grid.intervalSeconds >= WALL_CLOCK_MIN_SECONDS;
 }
 
-/** Start of the UTC grid's bucket holding `ms` (its stamp). */
+/**
+ * A boundary of a fixed grid, in epoch milliseconds: the origin (the epoch; in a zone, its local
+ * midnight of 2000-01-03) shifted by the offset. Wall-clock grids have none fixed in time.
+ */
+export function utcOriginMs(grid: GridSpec): number {
+  const offsetMs = (grid.offsetSeconds ?? 0) * 1000;
+  if (grid.origin) return grid.origin.getTime() + offsetMs;
+  if (!grid.timeZone) return offsetMs;
+  return zoneAnchorMs(grid.timeZone) + offsetMs;
+}
+
+// A zone's local midnight of 2000-01-03 never changes; placing it costs a few Intl calls.
+const zoneAnchors = new Map<string, number>();
+
+function zoneAnchorMs(timeZone: string): number {
+  let anchor = zoneAnchors.get(timeZone);
+  if (anchor === undefined) {
+    anchor = instantOfWallClock(LOCAL_DEFAULT_ORIGIN_SECONDS * 1000, timeZone);
+    zoneAnchors.set(timeZone, anchor);
+  }
+  return anchor;
+}
+
+/** Start of the fixed grid's bucket holding `ms` (its stamp). */
 export function bucketStartMs(grid: GridSpec, ms: number): number {
   const width = grid.intervalSeconds * 1000;
   const origin = utcOriginMs(grid);
   return origin + Math.floor((ms - origin) / width) * width;
 }
 
-/** Whether `ms` is a bucket boundary of the UTC grid. */
+/** Whether `ms` is a bucket boundary of the fixed grid. */
 export function isBoundary(grid: GridSpec, ms: number): boolean {
   return bucketStartMs(grid, ms) === ms;
 }
@@ -67,14 +102,14 @@ export function isBoundary(grid: GridSpec, ms: number): boolean {
 /** The grid over a window in local wall-clock seconds, as the rollup planner reads it. */
 export function localGrid(grid: GridSpec, window: TimeWindow): LocalGrid {
   const offset = grid.offsetSeconds ?? 0;
-  if (!grid.timeZone) {
+  if (!followsWallClock(grid)) {
     return {
       widthSeconds: grid.intervalSeconds,
       originSeconds: utcOriginMs(grid) / 1000,
       zoneOffsetsSeconds: [0],
     };
   }
-  const zone = grid.timeZone;
+  const zone = grid.timeZone!;
   const origin = grid.origin
     ? grid.origin.getTime() / 1000 + zoneOffsetSeconds(zone, grid.origin.getTime())
     : LOCAL_DEFAULT_ORIGIN_SECONDS;
@@ -88,20 +123,28 @@ export function localGrid(grid: GridSpec, window: TimeWindow): LocalGrid {
 /**
  * The point cap's count: the most buckets a window can overlap, whatever the grid's alignment,
  * so that two callers whose clocks differ by a moment agree (a window as long as n buckets
- * overlaps n + 1 when it does not start on a boundary). In a zone the wall clock may run up to
- * the window's change of offset longer than the window (a spring-forward day).
+ * overlaps n + 1 when it does not start on a boundary). On a wall-clock grid the wall clock may
+ * run up to the window's change of offset longer than the window (a spring-forward day).
  */
 export function maxBuckets(grid: GridSpec, window: TimeWindow): number {
   const spanMs = window.to.getTime() - window.from.getTime();
-  const offsets = grid.timeZone ? localGrid(grid, window).zoneOffsetsSeconds : [0];
+  const offsets = localGrid(grid, window).zoneOffsetsSeconds;
   const shiftMs = (Math.max(...offsets) - Math.min(...offsets)) * 1000;
   return Math.ceil((spanMs + shiftMs) / (grid.intervalSeconds * 1000)) + 1;
 }
 
-/** maxBuckets of the last `hours` on an epoch-aligned UTC grid (the contract's history). */
-export function maxBucketsOverHours(hours: number, intervalSeconds: number): number {
-  const to = new Date(hours * 3_600_000);
-  return maxBuckets({ intervalSeconds }, { from: new Date(0), to });
+/**
+ * maxBuckets of the last `hours` before `now`: on the epoch-aligned grid (the contract's history)
+ * or in a zone (the API's candles).
+ */
+export function maxBucketsOverHours(
+  hours: number,
+  intervalSeconds: number,
+  timeZone?: string,
+  now = Date.now(),
+): number {
+  const window = { from: new Date(now - hours * 3_600_000), to: new Date(now) };
+  return maxBuckets({ intervalSeconds, ...(timeZone ? { timeZone } : {}) }, window);
 }
 
 /** The most whole hours whose answer stays within the point cap at this interval. */

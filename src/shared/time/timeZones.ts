@@ -1,5 +1,5 @@
 // Time-zone facts from the JavaScript runtime's own tz database (Intl), used to validate zone
-// names and to decide which rollup levels nest inside local calendar buckets.
+// names, to read naive local times and to place a zone's bucket grid (bucketGrid.ts).
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
@@ -42,6 +42,21 @@ export function zoneOffsetSeconds(timeZone: string, ms: number): number {
   // Date.UTC maps years 0..99 to 1900..1999.
   const fixed = year < 100 ? new Date(asUtc).setUTCFullYear(year) : asUtc;
   return Math.round((fixed - Math.floor(ms / 1000) * 1000) / 1000);
+}
+
+/**
+ * The instant at which the wall clock of `timeZone` shows `wallClockMs` (that wall-clock reading
+ * taken as if it were UTC). In a DST gap the later offset applies; in an overlap the earlier
+ * instant (the first time the clock shows it) is taken.
+ */
+export function instantOfWallClock(wallClockMs: number, timeZone: string): number {
+  if (timeZone === 'UTC') return wallClockMs;
+  const first = wallClockMs - zoneOffsetSeconds(timeZone, wallClockMs) * 1000;
+  const second = wallClockMs - zoneOffsetSeconds(timeZone, first) * 1000;
+  const candidates = [first, second].filter(
+    (t) => t + zoneOffsetSeconds(timeZone, t) * 1000 === wallClockMs,
+  );
+  return candidates.length > 0 ? Math.min(...candidates) : Math.max(first, second);
 }
 
 const DAY = 86_400_000;

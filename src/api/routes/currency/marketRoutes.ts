@@ -138,7 +138,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       },
       errors: [400, 404, 503],
       handler: async (ctx, { params, query }) => {
-        await assertWindowAnswerable(deps, params.code, query);
+        await assertWindowAnswerable(deps, params.code, query, query.tz);
         const candles = await deps.data.candles(params.code, {
           hours: query.hours,
           intervalSeconds: query.intervalSeconds,
@@ -164,14 +164,17 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
 
 /**
  * What the history and candle routes check before asking the data module: the window's points
- * within the cap (400 naming intervalSeconds), and a currency that has a price (404).
+ * within the cap (400 naming intervalSeconds; candles counted in their zone), and a currency that has a price (404).
  */
 async function assertWindowAnswerable(
   deps: MarketRouteDeps,
   code: string,
   window: { hours: number; intervalSeconds: number },
+  timeZone?: string,
 ) {
-  assertWithinPointCap(maxBucketsOverHours(window.hours, window.intervalSeconds), deps.maxPoints, {
+  // The data module's own count (a day in a zone may last 25 hours), so what passes here passes there.
+  const points = maxBucketsOverHours(window.hours, window.intervalSeconds, timeZone);
+  assertWithinPointCap(points, deps.maxPoints, {
     parameter: 'intervalSeconds',
     advice: 'use a larger intervalSeconds',
   });

@@ -36,9 +36,11 @@ export interface CandleRouteDeps {
 }
 
 const ALIGNMENT =
-  'Buckets are stamped with their start. Without `tz` they are aligned to the Unix epoch (or to ' +
-  '`origin`, shifted by `offset`); with `tz` they follow that zone’s wall clock, so daily candles ' +
-  'start at local midnight and last 23 or 25 hours across a DST change.';
+  'Buckets are stamped with their start (an instant, in UTC). Without `tz` they are aligned to the ' +
+  'Unix epoch (or to `origin`, shifted by `offset`). With `tz`, buckets shorter than a day keep ' +
+  'their width in absolute time from that zone’s local midnight (of 2000-01-03, or `origin`), so ' +
+  'the repeated hour of a DST change gives distinct buckets; buckets of a day or more follow its ' +
+  'wall clock: daily candles start at local midnight and last 23 or 25 hours across a change.';
 
 export function registerCandleRoutes(registry: RouteRegistry, deps: CandleRouteDeps) {
   async function prepare(db: DatabasePool, code: string, request: CandleRequest) {

@@ -65,7 +65,8 @@ const candleFields = {
     .refine(isKnownTimeZone, 'unknown time zone (use an IANA name such as Europe/Berlin)')
     .optional()
     .meta({
-      description: 'IANA time zone: buckets follow its wall clock (days start at local midnight).',
+      description:
+        'IANA time zone: buckets under a day are counted from its local midnight and keep their width across DST changes; days and weeks follow its wall clock (they start at local midnight).',
     }),
   origin: instant.optional().meta({
     description:
