@@ -55,6 +55,16 @@ describe('platform token', () => {
   });
 });
 
+describe('platform migrate', () => {
+  test('--json prints the database state its --help names', async () => {
+    const result = await runCli(['migrate', '--json'], env);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ database: 'exists', applied: [] });
+    const help = await runCli(['migrate', '--help'], env);
+    expect(help.stdout).toContain('"database": "created"|"exists"');
+  });
+});
+
 describe('platform doctor', () => {
   test('reports database, extension, edition and migrations on a working setup', async () => {
     const result = await runCli(['doctor', '--json'], env);
