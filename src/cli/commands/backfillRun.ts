@@ -1,7 +1,4 @@
 import type { Command } from 'commander';
-import { sql } from 'slonik';
-import { z } from 'zod';
-import { shippedCurrencies, upsertCurrencies } from '../../data/currencies/catalog.ts';
 import type { ExchangeSource } from '../../data/ingest/exchange/exchangeBackfill.ts';
 import type { RangeMode } from '../../data/ingest/exchange/incremental.ts';
 import { SIMULATED_SOURCE } from '../../data/ingest/simulated/days.ts';
@@ -9,9 +6,9 @@ import { ARCHIVE_SOURCE } from '../../data/ingest/archive/archivePlan.ts';
 import { intervalMs } from '../../data/ingest/exchange/intervals.ts';
 import { formatSummary, type BackfillSummary } from '../../data/ingest/summary.ts';
 import type { Config } from '../../shared/config.ts';
-import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
+import { connectCreatingDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
-import { createDatabasePool } from '../../shared/db/pool.ts';
+import { SESSION_OPTIONS } from '../../shared/db/sessionSettings.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 import { parseTimeOption, type BackfillOptions } from './backfillCommon.ts';
@@ -158,24 +155,41 @@ function summaryExitCode(summary: BackfillSummary): number {
   return incomplete ? EXIT.failure : EXIT.ok;
 }
 
-/** A fresh database works too: created, migrated, and given the shipped currency list. */
+/**
+ * A fresh database works too: created, migrated, and given the shipped currency list. All on one
+ * plain node-postgres connection: each connection costs a round trip and a server process before
+ * the first row, and Slonik (with what it loads) is needed only to seed an empty currency list.
+ */
 async function prepareDatabase(config: Config) {
   const level = config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL;
-  await ensureDatabase(config.DATABASE_URL);
-  // The logger only speaks when migrations run: made then, not loaded by every backfill.
-  await migrate(config.DATABASE_URL, async () =>
-    (await import('../../shared/logger.ts')).createLogger(level),
-  );
-  const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
+  const client = await connectCreatingDatabase(config.DATABASE_URL, { options: SESSION_OPTIONS });
   try {
-    const count = await pool.oneFirst(
-      sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM currencies`,
+    // The logger only speaks when migrations run: made then, not loaded by every backfill.
+    await migrate(
+      config.DATABASE_URL,
+      async () => (await import('../../shared/logger.ts')).createLogger(level),
+      client,
     );
-    if (count === 0)
-      await upsertCurrencies(
-        pool,
-        shippedCurrencies().map((c, i) => ({ ...c, rank: i + 1 })),
-      );
+    const { rows } = await client.query<{ listed: boolean }>(
+      'SELECT EXISTS (SELECT 1 FROM currencies) AS listed',
+    );
+    if (!rows[0]?.listed) await seedShippedCurrencies(config.DATABASE_URL);
+  } finally {
+    await client.end();
+  }
+}
+
+async function seedShippedCurrencies(url: string) {
+  const [{ shippedCurrencies, upsertCurrencies }, { createDatabasePool }] = await Promise.all([
+    import('../../data/currencies/catalog.ts'),
+    import('../../shared/db/pool.ts'),
+  ]);
+  const pool = await createDatabasePool(url, { maxPoolSize: 1 });
+  try {
+    await upsertCurrencies(
+      pool,
+      shippedCurrencies().map((c, i) => ({ ...c, rank: i + 1 })),
+    );
   } finally {
     await pool.end();
   }
