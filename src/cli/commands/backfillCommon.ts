@@ -1,4 +1,4 @@
-import type { Config } from '../../shared/config.ts';
+import type { DatabaseConfig } from '../../shared/config/database.ts';
 import type { ExchangeSource } from '../../data/ingest/exchange/exchangeBackfill.ts';
 import { parseIsoMicros } from '../../data/ingest/timeParsing.ts';
 import type { SIMULATED_SOURCE } from '../../data/ingest/simulated/days.ts';
@@ -25,7 +25,10 @@ export interface BackfillOptions {
   prepend?: boolean;
 }
 
-export async function withPool<T>(config: Config, work: (pool: DatabasePool) => Promise<T>) {
+export async function withPool<T>(
+  config: DatabaseConfig,
+  work: (pool: DatabasePool) => Promise<T>,
+) {
   // Slonik is loaded by the ways that use it (--enqueue, the exchanges), not by a file load.
   const { createDatabasePool } = await import('../../shared/db/pool.ts');
   const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });

@@ -6,6 +6,11 @@ import { ARCHIVE_SOURCE } from '../../data/ingest/archive/archivePlan.ts';
 import { intervalMs } from '../../data/ingest/exchange/intervals.ts';
 import { formatSummary, type BackfillSummary } from '../../data/ingest/summary.ts';
 import type { Config } from '../../shared/config.ts';
+import { databaseSection, type DatabaseConfig } from '../../shared/config/database.ts';
+import {
+  observabilitySection,
+  type ObservabilityConfig,
+} from '../../shared/config/observability.ts';
 import { connectCreatingDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
 import { SESSION_OPTIONS } from '../../shared/db/sessionSettings.ts';
@@ -20,6 +25,18 @@ import type { IncrementalOptions } from './backfillIncremental.ts';
 
 const DAY_MS = 86_400_000;
 
+/**
+ * What loading files reads of the configuration: the database and the log level, parsed by the
+ * same rules as the whole configuration, without building the rest of the schema before the
+ * first row. The other ways of backfilling read the whole configuration.
+ */
+const fileBackfillConfig = databaseSection.extend(observabilitySection.shape);
+
+async function wholeConfig(command: Command): Promise<Config> {
+  const { configSchema } = await import('../../shared/config.ts');
+  return configFromCommand(command, configSchema);
+}
+
 /** Checks the options against each other, loads what they name and prints the summary. */
 export async function runBackfill(paths: string[], options: BackfillOptions, command: Command) {
   const usage = (message: string) => command.error(`error: ${message}`, { exitCode: EXIT.usage });
@@ -28,7 +45,7 @@ export async function runBackfill(paths: string[], options: BackfillOptions, com
     if (intervalMs(options.interval) > DAY_MS)
       usage('--source binance-archive takes candles of at most 1d (--interval)');
     const archive = incrementalOptions(paths, { ...options, source: 'binance' }, usage);
-    const config = configFromCommand(command);
+    const config = await wholeConfig(command);
     const [{ runArchiveBackfill }] = await Promise.all([
       import('./backfillArchive.ts'),
       prepareDatabase(config),
@@ -38,7 +55,7 @@ export async function runBackfill(paths: string[], options: BackfillOptions, com
   }
   if (options.source !== SIMULATED_SOURCE && isIncremental(options)) {
     const incremental = incrementalOptions(paths, options, usage);
-    const config = configFromCommand(command);
+    const config = await wholeConfig(command);
     const [{ runIncrementalBackfill }] = await Promise.all([
       import('./backfillIncremental.ts'),
       prepareDatabase(config),
@@ -60,13 +77,16 @@ export async function runBackfill(paths: string[], options: BackfillOptions, com
   } else if (paths.length === 0) {
     usage('give files or directories to load, or --source with --code, --from and --to');
   }
-  const config = configFromCommand(command);
   const summary =
     options.source === SIMULATED_SOURCE
-      ? await backfillSimulated(config, options, usage)
+      ? await backfillSimulated(await wholeConfig(command), options, usage)
       : options.source
-        ? await backfillFromExchange(config, { ...options, source: options.source }, usage)
-        : await backfillFiles(config, paths, options);
+        ? await backfillFromExchange(
+            await wholeConfig(command),
+            { ...options, source: options.source },
+            usage,
+          )
+        : await backfillFiles(configFromCommand(command, fileBackfillConfig), paths, options);
   if (!summary) return;
   if (options.json) printJson(summary);
   else process.stdout.write(formatSummary(summary, options.source ? 'slice' : 'file'));
@@ -120,7 +140,11 @@ function incrementalOptions(
   };
 }
 
-async function backfillFiles(config: Config, paths: string[], options: BackfillOptions) {
+async function backfillFiles(
+  config: DatabaseConfig & ObservabilityConfig,
+  paths: string[],
+  options: BackfillOptions,
+) {
   const [files] = await Promise.all([import('./backfillFiles.ts'), prepareDatabase(config)]);
   return files.backfillFiles(config, paths, options);
 }
@@ -160,7 +184,7 @@ function summaryExitCode(summary: BackfillSummary): number {
  * plain node-postgres connection: each connection costs a round trip and a server process before
  * the first row, and Slonik (with what it loads) is needed only to seed an empty currency list.
  */
-async function prepareDatabase(config: Config) {
+async function prepareDatabase(config: DatabaseConfig & ObservabilityConfig) {
   const level = config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL;
   const client = await connectCreatingDatabase(config.DATABASE_URL, { options: SESSION_OPTIONS });
   try {
