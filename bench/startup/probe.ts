@@ -19,14 +19,15 @@ const figures: Record<'firstRowAt' | 'firstRowCpu' | 'exitAt' | 'exitCpu', numbe
   exitCpu: null,
 };
 
-const write = net.Socket.prototype.write;
+// eslint-disable-next-line @typescript-eslint/unbound-method -- called below with its socket as this
+const write = net.Socket.prototype.write as (this: net.Socket, ...args: unknown[]) => boolean;
 net.Socket.prototype.write = function (this: net.Socket, chunk: unknown, ...rest: unknown[]) {
   if (figures.firstRowAt === null && Buffer.isBuffer(chunk) && chunk[0] === COPY_DATA) {
     figures.firstRowAt = now();
     figures.firstRowCpu = cpuSeconds();
   }
-  return (write as (...args: unknown[]) => boolean).apply(this, [chunk, ...rest]);
-} as typeof write;
+  return write.apply(this, [chunk, ...rest]);
+};
 
 process.on('exit', () => {
   figures.exitAt = now();
