@@ -14,6 +14,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
+import { bucketSql } from '../../src/data/history/gridSql.ts';
 import { LEVEL_RELATIONS } from '../../src/data/history/levels.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
@@ -74,6 +75,25 @@ const ANALYST_CASES: Array<{ query: string; hours: number; seconds: number; tz?:
     hours: 720,
     seconds: 14_400,
     tz: 'America/New_York',
+  },
+  // Buckets under a day in a zone are fixed in time (over DST changes too): runs, kept.
+  {
+    query: 'hours=2160&interval=15m&tz=Europe/Berlin',
+    hours: 2160,
+    seconds: 900,
+    tz: 'Europe/Berlin',
+  },
+  {
+    query: 'hours=4320&interval=30m&tz=Asia/Kathmandu',
+    hours: 4320,
+    seconds: 1800,
+    tz: 'Asia/Kathmandu',
+  },
+  {
+    query: 'hours=8760&interval=1h&tz=America/St_Johns',
+    hours: 8760,
+    seconds: 3600,
+    tz: 'America/St_Johns',
   },
   { query: 'hours=168&interval=90', hours: 168, seconds: 90 },
 ];
@@ -147,14 +167,15 @@ function rawTimeBucket(pool: DatabasePool, code: string, hours: number, seconds:
 }
 
 /**
- * The analyst route's baseline: whole OHLCV candles by time_bucket over the raw rows, in the zone
- * when there is one (without the fill, which only adds to the answer's work).
+ * The analyst route's baseline: whole OHLCV candles by time_bucket over the raw rows, on the
+ * request's grid (gridSql.ts: in the zone for its days, from its local midnight for shorter
+ * buckets), without the fill, which only adds to the answer's work.
  */
 function rawCandles(pool: DatabasePool, code: string, hours: number, seconds: number, tz?: string) {
-  const width = sql.fragment`make_interval(secs => ${seconds}::float8)`;
-  const bucket = tz
-    ? sql.fragment`time_bucket(${width}, time, ${tz}::text)`
-    : sql.fragment`time_bucket(${width}, time, TIMESTAMPTZ 'epoch')`;
+  const bucket = bucketSql(
+    { intervalSeconds: seconds, ...(tz ? { timeZone: tz } : {}) },
+    sql.fragment`time`,
+  );
   return pool.any(sql.type(z.object({ t: z.date() }).passthrough())`
     SELECT ${bucket} AS t, first(open, time) AS open, max(high) AS high, min(low) AS low,
            last(close, time) AS close, sum(volume) AS volume, count(*) AS count

@@ -213,12 +213,15 @@ describe('write paths', () => {
   async function sources(root: string): Promise<string[]> {
     const entries = await readdir(root, { withFileTypes: true, recursive: true });
     return entries
-      .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+      .filter((e) => e.isFile() && /\.(ts|mjs|js|sql)$/.test(e.name))
       .map((e) => relative(process.cwd(), join(e.parentPath, e.name)));
   }
 
   test('only the loader and the harvest write raw prices, and both mark in the write', async () => {
-    const files = [...(await sources('src')), ...(await sources('workers'))];
+    // The code that runs in production: the services, the jobs, the command line and its scripts,
+    // and the migrations (a function or trigger defined there would write at run time too).
+    const roots = ['src', 'workers', 'bin', 'scripts', 'sql'];
+    const files = (await Promise.all(roots.map(sources))).flat();
     const writers: string[] = [];
     for (const file of files) {
       if (WRITE.test(await readFile(file, 'utf8'))) writers.push(file);
