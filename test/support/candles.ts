@@ -1,3 +1,4 @@
+import { sql } from 'slonik';
 import type { Candle } from './prices.ts';
 
 // Brute-force references computed in JavaScript straight from the raw candles the test wrote.
@@ -108,6 +109,18 @@ export const ZONE_ANCHORS: Record<string, number> = {
   // Lord Howe's summer (+11:00) holds 2000-01-03; its winter is +10:30.
   'Australia/Lord_Howe': Date.parse('2000-01-02T13:00:00Z'),
 };
+
+/**
+ * The reference bucket of a zone's grid as SQL over a timestamptz column: buckets under a day
+ * fixed in time from the zone's anchor above, days and weeks by time_bucket with the zone.
+ */
+export function zoneBucketSql(seconds: number, timeZone: string, column: string) {
+  const width = sql.fragment`make_interval(secs => ${seconds}::float8)`;
+  const value = sql.identifier([column]);
+  if (seconds >= 86_400) return sql.fragment`time_bucket(${width}, ${value}, ${timeZone}::text)`;
+  const anchor = new Date(ZONE_ANCHORS[timeZone]!).toISOString();
+  return sql.fragment`time_bucket(${width}, ${value}, ${anchor}::timestamptz)`;
+}
 
 /** Rows as the routes return them: ISO timestamps, plain numbers. */
 export function asJson<T extends { timestamp: Date }>(rows: readonly T[]) {
