@@ -100,7 +100,8 @@ describe('signup', () => {
     const response = await signup(client, newAccount());
     expect(response.status).toBe(400);
     expect(response.body.error.code).toBe('already_signed_in');
-    expect(response.body.authorized).toBe(true);
+    // The old system's clients read {"authorized": false}: this request signed nobody in.
+    expect(response.body.authorized).toBe(false);
     expect((await client.get('/api/authorize/isloggedin')).status).toBe(200);
   });
 
@@ -144,6 +145,8 @@ describe('login', () => {
     const response = await login(client, account.email, account.password);
     expect(response.status).toBe(400);
     expect(response.body.error.code).toBe('already_signed_in');
+    expect(response.body.authorized).toBe(false);
+    expect((await client.get('/api/authorize/isloggedin')).status).toBe(200);
   });
 
   test('400 for a missing field', async () => {

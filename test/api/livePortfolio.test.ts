@@ -118,6 +118,26 @@ describe('portfolio events', () => {
     expect([...worths].sort((a, b) => a - b)).toEqual(worths);
   });
 
+  test('a currency priced for the first time after the feed started is named as over HTTP', async () => {
+    // The book was primed before SOL had a price; its first price arrives as an event.
+    await setSnapshot(harness.runtime.pool, 'SOL', 20, harness.clock.now());
+    await harness.tick({ SOL: 20 });
+    const owner = await harness.signUp();
+    await owner.client.post('/api/portfolio/add', {
+      currencyCode: 'SOL',
+      shares: 1,
+      walletDollars: 0,
+    });
+    const socket = await harness.trader({ cookie: owner.cookie });
+    const viaHttp = await owner.client.get('/api/portfolio/get');
+    expect(viaHttp.body.assets[0].currencyName).toBe('Solana');
+    expect(socket.snapshots[0].portfolio.assets[0].currencyName).toBe('Solana');
+    await coalesceWindowPassed();
+    await harness.tick({ SOL: 21 });
+    await eventually(() => socket.portfolios.some((p) => p.totalWorth === 21), 10_000, 'SOL at 21');
+    expect(socket.portfolios.at(-1).assets[0].currencyName).toBe('Solana');
+  });
+
   test('a forged or unknown session cookie connects anonymously', async () => {
     const owner = await harness.signUp();
     const forged = owner.cookie.replace(

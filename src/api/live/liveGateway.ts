@@ -106,17 +106,16 @@ export class LiveGateway {
     this.feed = new PriceFeed({
       databaseUrl: config.DATABASE_URL,
       logger,
-      onTick: (tick) => this.pricesMoved(this.book.apply(tick)),
+      onTick: (tick) => {
+        this.pricesMoved(this.book.apply(tick));
+        if (this.book.hasUnnamed) this.reloadBook();
+      },
       onListening: (reconnected) => {
         // Holdings notifications travel by NOTIFY too, and the adapter reconnects a little
         // later than the feed (within ~3 s): re-read holdings once it surely has.
         if (reconnected) this.later(HOLDINGS_CATCH_UP_MS, () => this.portfolios.reloadAll());
         // First listen primes the book; after a reconnection, catch up on what was missed.
-        this.book.reload().then(
-          (moved) => this.pricesMoved(moved),
-          (error: unknown) =>
-            logger.warn({ err: error }, 'live prices: could not read current prices'),
-        );
+        this.reloadBook();
       },
     });
     this.feed.start();
@@ -167,6 +166,15 @@ export class LiveGateway {
     }, ms);
     timer.unref();
     this.timers.add(timer);
+  }
+
+  /** Re-reads current prices (and the names and logos of codes first seen in an event). */
+  private reloadBook() {
+    this.book.reload().then(
+      (moved) => this.pricesMoved(moved),
+      (error: unknown) =>
+        this.runtime.logger.warn({ err: error }, 'live prices: could not read current prices'),
+    );
   }
 
   private pricesMoved(moved: LivePrice[]) {

@@ -20,6 +20,8 @@ export class LivePriceBook {
   private readonly byCode = new Map<string, DisplayCurrency>();
   private readonly timeByCode = new Map<string, number>();
   private loaded = false;
+  /** Codes first seen in a price event: named by their code until the next reload. */
+  private readonly unnamed = new Set<string>();
   private loading: Promise<LivePrice[]> | undefined;
 
   constructor(data: DataClient) {
@@ -28,6 +30,14 @@ export class LivePriceBook {
 
   get isLoaded(): boolean {
     return this.loaded;
+  }
+
+  /**
+   * Whether a price event brought a code the last read of the data module lacked (its first
+   * price came after that read): its name and logo come only with the next reload.
+   */
+  get hasUnnamed(): boolean {
+    return this.unnamed.size > 0;
   }
 
   /** Current prices as the valuation code takes them. */
@@ -70,8 +80,10 @@ export class LivePriceBook {
     for (const [code, currency] of current) {
       const time = Date.parse(currency.lastUpdated);
       const before = this.byCode.get(code);
-      if (before) before.currencyName = currency.currencyName;
+      if (before)
+        Object.assign(before, { currencyName: currency.currencyName, logoUrl: currency.logoUrl });
       else this.byCode.set(code, { ...currency });
+      this.unnamed.delete(code);
       if (this.advance(code, currency.value, time, currency.lastUpdated, !before)) {
         moved.push({ code, value: currency.value, timestamp: currency.lastUpdated });
       }
@@ -88,6 +100,7 @@ export class LivePriceBook {
       currency.value = value;
       currency.lastUpdated = iso;
     } else {
+      this.unnamed.add(code);
       this.byCode.set(code, {
         currencyCode: code,
         currencyName: code,

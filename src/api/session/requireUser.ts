@@ -27,15 +27,21 @@ export function signedInUser(ctx: Context): number {
   return userId;
 }
 
+/** Routes whose `authorized` says whether the request itself signed the client in. */
+const SIGN_IN_PATHS = new Set(['/api/authorize/signup', '/api/authorize/login']);
+
 /**
- * Identity routes answer errors with their `authorized` field beside `error`, telling whether
- * the request is signed in; this sets that up before any other middleware can throw.
+ * Identity routes answer errors with their `authorized` field beside `error`; this sets that
+ * up before any other middleware can throw. A failed signup or login signed nobody in, so it
+ * says false even when an earlier session is still signed in (the old system's clients read
+ * `{"authorized": false}` there); isloggedin and logout tell whether the session is signed in.
  */
 export async function authorizeErrorShape(ctx: Context, next: Next) {
   if (ctx.path.startsWith('/api/authorize/')) {
+    const signInRoute = SIGN_IN_PATHS.has(ctx.path);
     ctx.state.errorBodyExtra = {
       get authorized() {
-        return currentUserId(ctx) !== undefined;
+        return !signInRoute && currentUserId(ctx) !== undefined;
       },
     };
   }
