@@ -1,10 +1,10 @@
-// Writes docs/configuration.md from the configuration schema (src/shared/config.ts): every
-// variable with its type, default and description. `npm run docs:config` after changing the
+// Writes docs/configuration.md from the configuration schema (src/shared/config.ts, its sections
+// in src/shared/config/): every variable with its type, default and description, section by section. `npm run docs:config` after changing the
 // schema; test/ops/configDocs.test.ts fails while the committed file is stale.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { configSchema } from '../src/shared/config.ts';
+import { configSections } from '../src/shared/config.ts';
 
 export const CONFIG_DOC_PATH = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
 
@@ -46,30 +46,33 @@ function escapeCell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
 
+function renderRow(name: string, schema: z.ZodType): string {
+  const field = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as JsonSchemaField;
+  const description = schema.description ?? '';
+  return `| \`${name}\` | ${escapeCell(describeType(field))} | ${escapeCell(defaultOf(field, schema))} | ${escapeCell(description)} |`;
+}
+
 export function renderConfigurationDoc(): string {
-  const rows = Object.entries(configSchema.shape).map(([name, schema]) => {
-    const zodField = schema as z.ZodType;
-    const field = z.toJSONSchema(zodField, {
-      io: 'input',
-      unrepresentable: 'any',
-    }) as JsonSchemaField;
-    const description = zodField.description ?? '';
-    return `| \`${name}\` | ${escapeCell(describeType(field))} | ${escapeCell(defaultOf(field, zodField))} | ${escapeCell(description)} |`;
-  });
+  const sections = configSections.flatMap(({ title, schema }) => [
+    `## ${title}`,
+    '',
+    '| Variable | Type | Default | Meaning |',
+    '|---|---|---|---|',
+    ...Object.entries(schema.shape).map(([name, field]) => renderRow(name, field as z.ZodType)),
+    '',
+  ]);
   return [
     '# Configuration',
     '',
     '<!-- Generated from src/shared/config.ts by `npm run docs:config`; do not edit by hand. -->',
     '',
-    'Every setting is an environment variable, and every one is optional. The configuration is',
-    'parsed once at start-up; a bad value stops the command with exit code 2 and one message',
-    'listing every problem. An empty value (`FOO=`) counts as unset. Booleans accept',
-    '`true`/`false`, `1`/`0`, `yes`/`no`.',
+    'Every setting is an environment variable, and every one is optional. A command parses the',
+    'configuration once at start-up; a bad value stops it with exit code 2 and one message listing',
+    'every problem. `platform backfill <files>` reads only its two sections (Database; Logs and',
+    'traces), so it starts sooner without building the rest; every other command reads them all. An',
+    'empty value (`FOO=`) counts as unset. Booleans accept `true`/`false`, `1`/`0`, `yes`/`no`.',
     '',
-    '| Variable | Type | Default | Meaning |',
-    '|---|---|---|---|',
-    ...rows,
-    '',
+    ...sections,
   ].join('\n');
 }
 

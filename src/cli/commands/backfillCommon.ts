@@ -1,9 +1,9 @@
-import type { Config } from '../../shared/config.ts';
+import type { DatabaseConfig } from '../../shared/config/database.ts';
 import type { ExchangeSource } from '../../data/ingest/exchange/exchangeBackfill.ts';
 import { parseIsoMicros } from '../../data/ingest/timeParsing.ts';
 import type { SIMULATED_SOURCE } from '../../data/ingest/simulated/days.ts';
 import type { ARCHIVE_SOURCE } from '../../data/ingest/archive/archivePlan.ts';
-import { createDatabasePool } from '../../shared/db/pool.ts';
+import type { DatabasePool } from '../../shared/db/pool.ts';
 import { printJson } from '../context.ts';
 
 // What the ways of `platform backfill` (files, an exchange, the simulated market) share.
@@ -26,9 +26,11 @@ export interface BackfillOptions {
 }
 
 export async function withPool<T>(
-  config: Config,
-  work: (pool: Awaited<ReturnType<typeof createDatabasePool>>) => Promise<T>,
+  config: DatabaseConfig,
+  work: (pool: DatabasePool) => Promise<T>,
 ) {
+  // Slonik is loaded by the ways that use it (--enqueue, the exchanges), not by a file load.
+  const { createDatabasePool } = await import('../../shared/db/pool.ts');
   const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
   try {
     return await work(pool);

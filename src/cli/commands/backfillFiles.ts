@@ -7,7 +7,7 @@ import {
   SummaryCollector,
   type BackfillSummary,
 } from '../../data/ingest/summary.ts';
-import type { Config } from '../../shared/config.ts';
+import type { DatabaseConfig } from '../../shared/config/database.ts';
 import { EXIT } from '../exitCodes.ts';
 import { createProgress } from '../progress.ts';
 import { reportEnqueued, withPool, type BackfillOptions } from './backfillCommon.ts';
@@ -15,7 +15,7 @@ import { reportEnqueued, withPool, type BackfillOptions } from './backfillCommon
 // `platform backfill <paths…>`: files loaded here, or handed to the worker with --enqueue.
 
 export async function backfillFiles(
-  config: Config,
+  config: DatabaseConfig,
   paths: string[],
   options: BackfillOptions,
 ): Promise<BackfillSummary | null> {

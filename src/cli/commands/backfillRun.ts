@@ -1,7 +1,4 @@
 import type { Command } from 'commander';
-import { sql } from 'slonik';
-import { z } from 'zod';
-import { shippedCurrencies, upsertCurrencies } from '../../data/currencies/catalog.ts';
 import type { ExchangeSource } from '../../data/ingest/exchange/exchangeBackfill.ts';
 import type { RangeMode } from '../../data/ingest/exchange/incremental.ts';
 import { SIMULATED_SOURCE } from '../../data/ingest/simulated/days.ts';
@@ -9,9 +6,14 @@ import { ARCHIVE_SOURCE } from '../../data/ingest/archive/archivePlan.ts';
 import { intervalMs } from '../../data/ingest/exchange/intervals.ts';
 import { formatSummary, type BackfillSummary } from '../../data/ingest/summary.ts';
 import type { Config } from '../../shared/config.ts';
-import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
+import { databaseSection, type DatabaseConfig } from '../../shared/config/database.ts';
+import {
+  observabilitySection,
+  type ObservabilityConfig,
+} from '../../shared/config/observability.ts';
+import { connectCreatingDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
-import { createDatabasePool } from '../../shared/db/pool.ts';
+import { SESSION_OPTIONS } from '../../shared/db/sessionSettings.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 import { parseTimeOption, type BackfillOptions } from './backfillCommon.ts';
@@ -23,6 +25,18 @@ import type { IncrementalOptions } from './backfillIncremental.ts';
 
 const DAY_MS = 86_400_000;
 
+/**
+ * What loading files reads of the configuration: the database and the log level, parsed by the
+ * same rules as the whole configuration, without building the rest of the schema before the
+ * first row. The other ways of backfilling read the whole configuration.
+ */
+const fileBackfillConfig = databaseSection.extend(observabilitySection.shape);
+
+async function wholeConfig(command: Command): Promise<Config> {
+  const { configSchema } = await import('../../shared/config.ts');
+  return configFromCommand(command, configSchema);
+}
+
 /** Checks the options against each other, loads what they name and prints the summary. */
 export async function runBackfill(paths: string[], options: BackfillOptions, command: Command) {
   const usage = (message: string) => command.error(`error: ${message}`, { exitCode: EXIT.usage });
@@ -31,7 +45,7 @@ export async function runBackfill(paths: string[], options: BackfillOptions, com
     if (intervalMs(options.interval) > DAY_MS)
       usage('--source binance-archive takes candles of at most 1d (--interval)');
     const archive = incrementalOptions(paths, { ...options, source: 'binance' }, usage);
-    const config = configFromCommand(command);
+    const config = await wholeConfig(command);
     const [{ runArchiveBackfill }] = await Promise.all([
       import('./backfillArchive.ts'),
       prepareDatabase(config),
@@ -41,7 +55,7 @@ export async function runBackfill(paths: string[], options: BackfillOptions, com
   }
   if (options.source !== SIMULATED_SOURCE && isIncremental(options)) {
     const incremental = incrementalOptions(paths, options, usage);
-    const config = configFromCommand(command);
+    const config = await wholeConfig(command);
     const [{ runIncrementalBackfill }] = await Promise.all([
       import('./backfillIncremental.ts'),
       prepareDatabase(config),
@@ -63,13 +77,16 @@ export async function runBackfill(paths: string[], options: BackfillOptions, com
   } else if (paths.length === 0) {
     usage('give files or directories to load, or --source with --code, --from and --to');
   }
-  const config = configFromCommand(command);
   const summary =
     options.source === SIMULATED_SOURCE
-      ? await backfillSimulated(config, options, usage)
+      ? await backfillSimulated(await wholeConfig(command), options, usage)
       : options.source
-        ? await backfillFromExchange(config, { ...options, source: options.source }, usage)
-        : await backfillFiles(config, paths, options);
+        ? await backfillFromExchange(
+            await wholeConfig(command),
+            { ...options, source: options.source },
+            usage,
+          )
+        : await backfillFiles(configFromCommand(command, fileBackfillConfig), paths, options);
   if (!summary) return;
   if (options.json) printJson(summary);
   else process.stdout.write(formatSummary(summary, options.source ? 'slice' : 'file'));
@@ -123,7 +140,11 @@ function incrementalOptions(
   };
 }
 
-async function backfillFiles(config: Config, paths: string[], options: BackfillOptions) {
+async function backfillFiles(
+  config: DatabaseConfig & ObservabilityConfig,
+  paths: string[],
+  options: BackfillOptions,
+) {
   const [files] = await Promise.all([import('./backfillFiles.ts'), prepareDatabase(config)]);
   return files.backfillFiles(config, paths, options);
 }
@@ -158,24 +179,41 @@ function summaryExitCode(summary: BackfillSummary): number {
   return incomplete ? EXIT.failure : EXIT.ok;
 }
 
-/** A fresh database works too: created, migrated, and given the shipped currency list. */
-async function prepareDatabase(config: Config) {
+/**
+ * A fresh database works too: created, migrated, and given the shipped currency list. All on one
+ * plain node-postgres connection: each connection costs a round trip and a server process before
+ * the first row, and Slonik (with what it loads) is needed only to seed an empty currency list.
+ */
+async function prepareDatabase(config: DatabaseConfig & ObservabilityConfig) {
   const level = config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL;
-  await ensureDatabase(config.DATABASE_URL);
-  // The logger only speaks when migrations run: made then, not loaded by every backfill.
-  await migrate(config.DATABASE_URL, async () =>
-    (await import('../../shared/logger.ts')).createLogger(level),
-  );
-  const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
+  const client = await connectCreatingDatabase(config.DATABASE_URL, { options: SESSION_OPTIONS });
   try {
-    const count = await pool.oneFirst(
-      sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM currencies`,
+    // The logger only speaks when migrations run: made then, not loaded by every backfill.
+    await migrate(
+      config.DATABASE_URL,
+      async () => (await import('../../shared/logger.ts')).createLogger(level),
+      client,
     );
-    if (count === 0)
-      await upsertCurrencies(
-        pool,
-        shippedCurrencies().map((c, i) => ({ ...c, rank: i + 1 })),
-      );
+    const { rows } = await client.query<{ listed: boolean }>(
+      'SELECT EXISTS (SELECT 1 FROM currencies) AS listed',
+    );
+    if (!rows[0]?.listed) await seedShippedCurrencies(config.DATABASE_URL);
+  } finally {
+    await client.end();
+  }
+}
+
+async function seedShippedCurrencies(url: string) {
+  const [{ shippedCurrencies, upsertCurrencies }, { createDatabasePool }] = await Promise.all([
+    import('../../data/currencies/catalog.ts'),
+    import('../../shared/db/pool.ts'),
+  ]);
+  const pool = await createDatabasePool(url, { maxPoolSize: 1 });
+  try {
+    await upsertCurrencies(
+      pool,
+      shippedCurrencies().map((c, i) => ({ ...c, rank: i + 1 })),
+    );
   } finally {
     await pool.end();
   }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { Config } from '../../shared/config.ts';
+import { configSchema, type Config } from '../../shared/config.ts';
 import type { Check, DoctorCheck, DoctorContext } from '../../shared/diagnostics.ts';
 import { pendingMigrations } from '../../shared/db/migrationState.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
@@ -167,7 +167,7 @@ function printChecks(checks: Check[]) {
 
 /** `platform doctor [--json]`: runs the checks, prints them, exits 1 when any failed. */
 export async function runDoctorCommand(options: { json?: boolean }, command: Command) {
-  const config = configFromCommand(command);
+  const config = configFromCommand(command, configSchema);
   const checks = await runDoctor(config);
   const healthy = checks.every((c) => c.ok);
   if (options.json) printJson({ healthy, checks });

@@ -13,6 +13,7 @@ import { candleExportQuery, candleParams } from '../../data/routes/candles/schem
 import { runAbandonable } from '../../shared/abandonment.ts';
 import { NotFoundError, ValidationError } from '../../shared/errors.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
+import { configSchema } from '../../shared/config.ts';
 import { configFromCommand } from '../context.ts';
 
 // `platform export`, loaded only when the command runs (keeps the CLI's start-up light).
@@ -57,7 +58,7 @@ function usageError(command: Command, error: ValidationError): never {
 /** Streams the candles of one currency to stdout, as the export route does over HTTP. */
 export async function runExport(code: string, options: ExportOptions, command: Command) {
   const { code: currency, input } = parseInput(code, options, command);
-  const config = configFromCommand(command);
+  const config = configFromCommand(command, configSchema);
   const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 2 });
   // When the reader goes away, the query streaming to it is cancelled at once (as for an HTTP
   // client that hangs up) instead of holding its connection until the driver's deadline.

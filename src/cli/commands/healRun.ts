@@ -3,6 +3,7 @@ import { dedicatedConnection } from '../../data/ingest/connection.ts';
 import { historySources } from '../../data/ingest/exchange/sources.ts';
 import { healAll, observedCodes, type HealResult } from '../../data/ingest/heal/heal.ts';
 import { printable } from '../../shared/printable.ts';
+import { configSchema } from '../../shared/config.ts';
 import { configFromCommand, printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
 
@@ -14,7 +15,7 @@ export interface HealCommandOptions {
 
 /** `platform heal`, loaded only when the command runs (keeps the CLI's start-up light). */
 export async function runHeal(options: HealCommandOptions, command: Command) {
-  const config = configFromCommand(command);
+  const config = configFromCommand(command, configSchema);
   const connect = dedicatedConnection(config.DATABASE_URL);
   const sources = historySources(config, {
     onWait: (reason, ms) => {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { createLegacyRole, dropLegacyRole } from '../../data/legacy/role.ts';
 import { createDatabasePool } from '../../shared/db/pool.ts';
+import { configSchema } from '../../shared/config.ts';
 import { configFromCommand, printJson } from '../context.ts';
 
 // `platform legacy-role …`, loaded only when one of them runs (keeps the CLI's start-up light).
@@ -10,7 +11,7 @@ async function withPool(
   command: Command,
   work: (pool: Awaited<ReturnType<typeof createDatabasePool>>) => Promise<void>,
 ) {
-  const config = configFromCommand(command);
+  const config = configFromCommand(command, configSchema);
   const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
   try {
     await work(pool);

@@ -2,11 +2,12 @@ import type { Command } from 'commander';
 import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
 import { createLogger, redactDsn } from '../../shared/logger.ts';
+import { configSchema } from '../../shared/config.ts';
 import { configFromCommand, printJson } from '../context.ts';
 
 /** `platform migrate`, loaded only when the command runs (keeps the CLI's start-up light). */
 export async function runMigrate(options: { json?: boolean }, command: Command) {
-  const config = configFromCommand(command);
+  const config = configFromCommand(command, configSchema);
   const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
   const database = await ensureDatabase(config.DATABASE_URL);
   const { applied } = await migrate(config.DATABASE_URL, logger);

@@ -6,7 +6,7 @@ import { startDataRole } from '../../data/start.ts';
 import { startWorkerRole } from '../../worker/start.ts';
 import { withWorkerOperations } from '../../worker/operations.ts';
 import { createToken, revokeToken } from '../../data/tokens/tokenStore.ts';
-import type { Config } from '../../shared/config.ts';
+import { configSchema, type Config } from '../../shared/config.ts';
 import { NotFoundError } from '../../shared/errors.ts';
 import { ensureDatabase } from '../../shared/db/ensureDatabase.ts';
 import { migrate } from '../../shared/db/migrate.ts';
@@ -49,7 +49,7 @@ export interface StartOptions {
 
 /** `platform start`, loaded only when the command runs (keeps the other commands' start-up light). */
 export async function runStart(options: StartOptions, command: Command) {
-  const config = configFromCommand(command);
+  const config = configFromCommand(command, configSchema);
   const logger = createLogger(config.LOG_LEVEL);
   await startPlatform(
     config,

@@ -3,6 +3,7 @@ import { createDatabasePool } from '../../shared/db/pool.ts';
 import { createToken, listTokens, revokeToken } from '../../data/tokens/tokenStore.ts';
 import type { Scope } from '../../data/tokens/tokenRules.ts';
 import { printable } from '../../shared/printable.ts';
+import { configSchema } from '../../shared/config.ts';
 import { configFromCommand, printJson } from '../context.ts';
 
 // `platform token …`, loaded only when a token command runs (keeps the CLI's start-up light).
@@ -11,7 +12,7 @@ async function withPool<T>(
   command: Command,
   work: (pool: Awaited<ReturnType<typeof createDatabasePool>>) => Promise<T>,
 ) {
-  const config = configFromCommand(command);
+  const config = configFromCommand(command, configSchema);
   const pool = await createDatabasePool(config.DATABASE_URL, { maxPoolSize: 1 });
   try {
     return await work(pool);

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { sql, type CommonQueryMethods } from 'slonik';
+import type { CommonQueryMethods } from 'slonik';
 
 // The rollups (src/data/history/refresh.ts) materialise buckets once they are older than the
 // settle window and never look at them again unless a range is marked here. So a raw price
@@ -28,6 +28,10 @@ export async function markTouchedRanges(
   ranges: TouchedRange[],
 ): Promise<void> {
   if (ranges.length === 0) return;
+  // Imported here: the bulk loader uses this module's client variant in `platform backfill`,
+  // which must not load Slonik (a tenth of a second) before its first row. A caller of this one
+  // holds a Slonik connection, so the module is already loaded.
+  const { sql } = await import('slonik');
   const rows = jsonRows(ranges);
   await db.query(sql.unsafe`
     INSERT INTO price_invalidations (currency_code, range_start, range_end)

@@ -27,3 +27,29 @@ export async function ensureDatabase(url: string): Promise<'exists' | 'created'>
     await client.end();
   }
 }
+
+/** PostgreSQL's invalid_catalog_name: the database named in the connection string does not exist. */
+const NO_SUCH_DATABASE = '3D000';
+
+/**
+ * A connection to the database of `url`, which is created first only when the server says it is
+ * missing: in the usual case that costs a short command one connection instead of a second one
+ * to the maintenance database.
+ */
+export async function connectCreatingDatabase(
+  url: string,
+  settings: Omit<pg.ClientConfig, 'connectionString'> = {},
+): Promise<pg.Client> {
+  const open = async () => {
+    const client = new pg.Client({ ...settings, connectionString: url });
+    await client.connect();
+    return client;
+  };
+  try {
+    return await open();
+  } catch (error) {
+    if ((error as { code?: string }).code !== NO_SUCH_DATABASE) throw error;
+  }
+  await ensureDatabase(url);
+  return open();
+}

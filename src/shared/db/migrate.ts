@@ -26,14 +26,17 @@ export interface MigrationResult {
 /**
  * Applies the numbered .sql files in sql/ in order, each in its own transaction. A blocking
  * advisory lock serialises concurrent starters (several workers booting at once): the second
- * waits for the first and then finds nothing left to do.
+ * waits for the first and then finds nothing left to do. Runs on `connection` when given (a
+ * short command that goes on using it saves a connection before its real work), which it leaves
+ * open; otherwise on a connection of its own.
  */
 export async function migrate(
   url: string,
   logger?: Logger | (() => Promise<Logger>),
+  connection?: pg.Client,
 ): Promise<MigrationResult> {
-  const client = new pg.Client({ connectionString: url, options: SESSION_OPTIONS });
-  await client.connect();
+  const client = connection ?? new pg.Client({ connectionString: url, options: SESSION_OPTIONS });
+  if (!connection) await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     if (await upToDate(client)) return { applied: [] };
@@ -66,7 +69,7 @@ export async function migrate(
     return { applied: ran.map((m) => m.name) };
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
-    await client.end();
+    if (!connection) await client.end();
   }
 }
 
