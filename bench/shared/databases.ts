@@ -18,7 +18,7 @@ export const benchDatabaseUrl = (name: string) =>
   Object.assign(new URL(server), { pathname: `/${NAME_PREFIX}${name}` }).toString();
 
 /** Runs `work` on a connection to the server's maintenance database. */
-export async function onServer<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+async function onServer<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: server.toString() });
   await client.connect();
   try {
