@@ -5,47 +5,38 @@
 // (default 3000) and firing again at once, for FLOOD_SECONDS (default 20). The flood runs in a
 // child process of its own (floodClients.ts; FLOOD_CLIENTS_PROCESS=same runs it in this one).
 // Meanwhile, from this process, one client signs in again and again, one reads the snapshots (API
-// and data module) and one polls /health/ready on both services. FLOOD_PLATFORM_NODE_ARGS passes
-// options to the platform's node (e.g. --cpu-prof). Printed with the platform's CPU time per
-// flood request and the load average, beside the goal: sign-in p99 < 1 s, snapshot p99 < 200 ms, readiness 200 throughout,
-// every shed answer 429/503 with Retry-After within 100 ms, zero 500s, and no abandoned SQL
-// running 2 s after the flood's requests ended (pg_stat_activity).
+// and data module) and one polls /health/ready on both services (floodRound.ts).
+//
+// FLOOD_BASELINE=<checkout> (a worktree of the baseline commit, with node_modules) runs rounds
+// of that checkout's platform and of this one alternately, FLOOD_ROUNDS (default 3) of each, on
+// the same database, and prints them side by side: on a shared machine only such an A/B in one
+// run says anything. FLOOD_PLATFORM_NODE_ARGS passes options to the platform's node (e.g.
+// --cpu-prof); FLOOD_DATABASE names the database (default bench_load_flood). Printed with the
+// platform's CPU time per flood request and the load average, beside the goal: sign-in p99 < 1 s,
+// snapshot p99 < 200 ms, readiness 200 throughout, every shed answer 429/503 with Retry-After
+// within 100 ms, zero 500s, and no abandoned SQL running 2 s after the flood's requests ended.
 import { benchDatabaseUrl, recreateDatabase } from '../shared/databases.ts';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { loadavg } from 'node:os';
-import { createInterface } from 'node:readline';
-import { dirname, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'slonik';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
+import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
+import { hashPassword } from '../../src/api/identity/passwords.ts';
+import { createUser } from '../../src/api/identity/users.ts';
 import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import { createLogger } from '../../src/shared/logger.ts';
-import { runFloodClients, type FloodOptions, type FloodTally } from './floodClients.ts';
+import { runRound, summary, type Latencies, type RoundResult } from './floodRound.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CLIENTS = Number(process.env.FLOOD_CLIENTS ?? 200);
 const SECONDS = Number(process.env.FLOOD_SECONDS ?? 20);
 const CLIENT_TIMEOUT_MS = Number(process.env.FLOOD_CLIENT_TIMEOUT_MS ?? 3000);
-// USER_HZ: 100 on every Linux build Node supports.
-const CLOCK_TICKS_PER_SECOND = 100;
-const CLIENTS_PROCESS = process.env.FLOOD_CLIENTS_PROCESS === 'same' ? 'same' : 'separate';
-const DB = 'bench_load_flood';
+const BASELINE = process.env.FLOOD_BASELINE ? resolve(process.env.FLOOD_BASELINE) : undefined;
+const ROUNDS = Number(process.env.FLOOD_ROUNDS ?? (BASELINE ? 3 : 1));
+const DB = process.env.FLOOD_DATABASE ?? 'bench_load_flood';
 const dbUrl = benchDatabaseUrl(DB);
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  probe.listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as { port: number };
-  probe.close();
-  await once(probe, 'close');
-  return port;
-}
+const ACCOUNT = { email: 'flood@example.com', username: 'flood', password: 'flood passphrase' };
 
 async function prepareDatabase() {
   await recreateDatabase(DB);
@@ -59,272 +50,110 @@ async function prepareDatabase() {
     FROM generate_series(date_trunc('minute', now()) - interval '730 days',
                          date_trunc('minute', now()) - interval '1 minute', interval '1 minute') AS t,
          LATERAL (SELECT 50000 + 1000 * sin(extract(epoch FROM t) / 3600) AS p) AS price`);
+  // The rollups caught up before any round, as on a platform that has been running: otherwise the
+  // first round's worker would build two years of them during its flood, and no later round's.
+  while (!(await refreshRollups(pool, { timeBudgetMs: 60_000 })).caughtUp);
+  await pool.query(sql.unsafe`ANALYZE`);
   const { token } = await createToken(pool, 'bench-flood', ['read']);
+  // The signing-in account, made once for every round (sign-ups per address are limited).
+  await createUser(pool, { ...ACCOUNT, passwordHash: await hashPassword(ACCOUNT.password) });
   return { pool, token };
 }
 
-/**
- * The attacker's clients, by default in a child process of their own (FLOOD_CLIENTS_PROCESS=same
- * runs them inside this process, on the event loop that also times the sign-ins and snapshots).
- */
-function startFlood(options: FloodOptions): { started: Promise<void>; tally: Promise<FloodTally> } {
-  if (CLIENTS_PROCESS === 'same') {
-    return { started: Promise.resolve(), tally: runFloodClients(options) };
-  }
-  const child = spawn(process.execPath, [join(root, 'bench', 'load', 'floodClients.ts')], {
-    env: {
-      ...process.env,
-      FLOOD_API_URL: options.apiUrl,
-      FLOOD_CLIENTS: String(options.clients),
-      FLOOD_SECONDS: String(options.seconds),
-      FLOOD_CLIENT_TIMEOUT_MS: String(options.timeoutMs),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout });
-  const output = (async () => {
-    const read: string[] = [];
-    for await (const line of lines) read.push(line);
-    return read;
-  })();
-  let onStarted = () => {};
-  const started = new Promise<void>((resolve) => (onStarted = resolve));
-  lines.once('line', () => onStarted());
-  const tally = (async () => {
-    const [code] = (await once(child, 'exit')) as [number | null];
-    const read = await output;
-    onStarted();
-    if (code !== 0 || read.length < 2) throw new Error(`flood clients exited with ${code}`);
-    return JSON.parse(read.at(-1)!) as FloodTally;
-  })();
-  return { started, tally };
+const countsOf = (m: Map<number | string, number>) =>
+  [...m].map(([status, n]) => `${status}: ${n}`).join(', ');
+const total = (m: Map<number, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+const notReady = (m: Map<number, number>) =>
+  [...m].filter(([s]) => s !== 200).reduce((sum, [, n]) => sum + n, 0);
+const latency = (l: Latencies) =>
+  `${l.p99} (p50 ${l.p50}, n ${l.n}; slowest at ${l.slowestAt.join(', ')} s)`;
+
+/** The measures of one round, each beside its goal. */
+function measures(r: RoundResult): Array<[string, string, string]> {
+  const shed = summary(r.tally.shed);
+  const shedFast = r.tally.shed.filter((ms) => ms <= 100).length;
+  const floodStatuses = new Map(Object.entries(r.tally.statuses));
+  return [
+    ['flood answers', countsOf(floodStatuses), ''],
+    [
+      'platform CPU per flood request',
+      `${Math.round((r.platformCpuSeconds * 1e6) / r.floodRequests)} µs ` +
+        `(${Math.round((r.platformCpuSeconds / SECONDS) * 100)} % of one core)`,
+      '',
+    ],
+    ['load average (1 min) at the end', r.load[0]!.toFixed(1), ''],
+    ['sign-in p99 (ms)', `${latency(r.signIn)}; ${countsOf(r.signInStatuses)}`, '< 1000'],
+    ['snapshot p99, API /api/currency/all (ms)', latency(r.apiSnapshot), '< 200'],
+    ['snapshot p99, data /data/currency/all (ms)', latency(r.dataSnapshot), '< 200'],
+    [
+      '/health/ready API: not 200',
+      `${notReady(r.readiness.api)} of ${total(r.readiness.api)}`,
+      '0',
+    ],
+    [
+      '/health/ready data: not 200',
+      `${notReady(r.readiness.data)} of ${total(r.readiness.data)}`,
+      '0',
+    ],
+    [
+      'shed answers (429/503)',
+      `${shed.n}; p50 ${shed.p50} ms, p99 ${shed.p99} ms; ${shedFast} within 100 ms; ` +
+        `${r.tally.shedWithoutRetryAfter} without Retry-After`,
+      'all within 100 ms, all with Retry-After',
+    ],
+    ['500s, or no answer to a measuring client', String(r.s500), '0'],
+    ['abandoned SQL running 2 s after the requests ended', String(r.abandoned.length), '0'],
+  ];
 }
 
-/** CPU time (user + system, all threads) a process has used so far, from /proc (Linux). */
-function cpuSecondsOf(pid: number | undefined): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return NaN;
-  }
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
-function summary(latencies: number[]) {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  return {
-    n: sorted.length,
-    p50: Math.round(percentile(sorted, 50)),
-    p99: Math.round(percentile(sorted, 99)),
-    max: Math.round(sorted.at(-1) ?? NaN),
-  };
-}
-
-async function timed(url: string, init: RequestInit = {}) {
-  const started = performance.now();
-  const response = await fetch(url, init);
-  await response.arrayBuffer();
-  return { status: response.status, ms: performance.now() - started, response };
-}
-
-async function waitReady(url: string, deadlineMs: number) {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/health/ready`)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${url} not ready`);
-    await sleep(250);
-  }
-}
-
-/** The flood scenario, printed as a table beside the goal values. */
+/** The flood scenario: one round, or baseline and this checkout alternately, side by side. */
 export async function runFlood() {
   const { pool, token } = await prepareDatabase();
-  const [apiPort, dataPort, opsPort] = [await freePort(), await freePort(), await freePort()];
-  const platform = spawn(
-    join(root, 'node_modules', '.bin', 'node'),
-    [
-      ...(process.env.FLOOD_PLATFORM_NODE_ARGS ?? '').split(' ').filter(Boolean),
-      join(root, 'bin', 'platform.mjs'),
-      'start',
-      '--role',
-      'all',
-    ],
-    {
-      env: {
-        ...process.env,
-        DATABASE_URL: dbUrl,
-        API_PORT: String(apiPort),
-        DATA_PORT: String(dataPort),
-        WORKER_METRICS_PORT: String(opsPort),
-        PLATFORM_LOAD_CURRENCIES: 'false',
-        MARKET_SOURCE: 'simulated',
-        HEAL_LOOKBACK_HOURS: '0',
-        SESSION_KEYS: 'bench-flood-session-key-0123456789abcdef012345',
-        LOG_LEVEL: 'error',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  const api = `http://127.0.0.1:${apiPort}`;
-  const data = `http://127.0.0.1:${dataPort}`;
+  const sides = BASELINE
+    ? [
+        { name: `baseline (${BASELINE})`, platformRoot: BASELINE },
+        { name: 'this checkout', platformRoot: root },
+      ]
+    : [{ name: 'this checkout', platformRoot: root }];
+  const results: Array<{ name: string; result: RoundResult }> = [];
   try {
-    await waitReady(data, 120_000);
-    await waitReady(api, 120_000);
-    const account = { email: 'flood@example.com', username: 'flood', password: 'flood passphrase' };
-    const signup = await fetch(`${api}/api/authorize/signup`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(account),
-    });
-    if (signup.status !== 200) throw new Error(`sign-up failed: ${signup.status}`);
-
-    const flood = startFlood({
-      apiUrl: api,
-      clients: CLIENTS,
-      seconds: SECONDS,
-      timeoutMs: CLIENT_TIMEOUT_MS,
-    });
-    await flood.started;
-    const cpuBefore = cpuSecondsOf(platform.pid);
-    const ends = Date.now() + SECONDS * 1000;
-    const running = () => Date.now() < ends;
-    const signIns: number[] = [];
-    const signInStatuses = new Map<number, number>();
-    const signInClient = async () => {
-      while (running()) {
-        const { status, ms } = await timed(`${api}/api/authorize/login`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ email: account.email, password: account.password }),
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const side of sides) {
+        const result = await runRound({
+          platformRoot: side.platformRoot,
+          node: join(root, 'node_modules', '.bin', 'node'),
+          dbUrl,
+          pool,
+          token,
+          account: { email: ACCOUNT.email, password: ACCOUNT.password },
+          clients: CLIENTS,
+          seconds: SECONDS,
+          clientTimeoutMs: CLIENT_TIMEOUT_MS,
+          clientsInProcess: process.env.FLOOD_CLIENTS_PROCESS === 'same',
+          platformNodeArgs: (process.env.FLOOD_PLATFORM_NODE_ARGS ?? '').split(' ').filter(Boolean),
         });
-        signInStatuses.set(status, (signInStatuses.get(status) ?? 0) + 1);
-        signIns.push(ms);
+        const name = `${side.name}, round ${round}`;
+        results.push({ name, result });
+        process.stderr.write(
+          `${name}: sign-in p99 ${result.signIn.p99} ms, snapshots p99 ` +
+            `${result.apiSnapshot.p99} / ${result.dataSnapshot.p99} ms\n`,
+        );
       }
-    };
-    const apiSnapshots: number[] = [];
-    const dataSnapshots: number[] = [];
-    const snapshotStatuses = new Map<number, number>();
-    const snapshotClient = async () => {
-      while (running()) {
-        for (const [list, url, headers] of [
-          [apiSnapshots, `${api}/api/currency/all`, {}],
-          [dataSnapshots, `${data}/data/currency/all`, { authorization: `Bearer ${token}` }],
-        ] as const) {
-          const { status, ms } = await timed(url, { headers });
-          snapshotStatuses.set(status, (snapshotStatuses.get(status) ?? 0) + 1);
-          list.push(ms);
-        }
-        await sleep(50);
-      }
-    };
-    const readiness = { api: new Map<number, number>(), data: new Map<number, number>() };
-    const readinessClient = async () => {
-      while (running()) {
-        for (const [counts, url] of [
-          [readiness.api, api],
-          [readiness.data, data],
-        ] as const) {
-          const { status } = await timed(`${url}/health/ready`).catch(() => ({ status: 0 }));
-          counts.set(status, (counts.get(status) ?? 0) + 1);
-        }
-        await sleep(200);
-      }
-    };
-
-    const [tally] = await Promise.all([
-      flood.tally,
-      signInClient(),
-      snapshotClient(),
-      readinessClient(),
-    ]);
-    const ended = tally.endedAt;
-    const platformCpu = cpuSecondsOf(platform.pid) - cpuBefore;
-    const floodRequests = Object.values(tally.statuses).reduce((a, b) => a + b, 0);
-    await sleep(Math.max(0, ended + 2000 - Date.now()));
-    const abandoned = await pool.any(sql.unsafe`
-      SELECT left(query, 80) AS query, now() - query_start AS running_for
-      FROM pg_stat_activity
-      WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
-        AND query_start < ${new Date(ended).toISOString()}::timestamptz`);
-
-    const countsOf = (m: Map<number | string, number>) =>
-      [...m].map(([status, n]) => `${status}: ${n}`).join(', ');
-    const floodStatuses = new Map<number | string, number>(
-      Object.entries(tally.statuses).map(([status, n]) => [Number(status) || status, n]),
-    );
-    const s500 = [...floodStatuses, ...signInStatuses, ...snapshotStatuses]
-      .filter(([status]) => typeof status === 'number' && status >= 500 && status !== 503)
-      .reduce((sum, [, n]) => sum + n, 0);
-    const shed = summary(tally.shed);
-    const shedFast = tally.shed.filter((ms) => ms <= 100).length;
-    const signIn = summary(signIns);
-    const apiSnap = summary(apiSnapshots);
-    const dataSnap = summary(dataSnapshots);
-    const notReady = (m: Map<number, number>) =>
-      [...m].filter(([s]) => s !== 200).reduce((sum, [, n]) => sum + n, 0);
-    const rows: Array<[string, string, string]> = [
-      [
-        'sign-in p99 (ms)',
-        `${signIn.p99} (p50 ${signIn.p50}, n ${signIn.n}; ${countsOf(signInStatuses)})`,
-        '< 1000',
-      ],
-      [
-        'snapshot p99, API /api/currency/all (ms)',
-        `${apiSnap.p99} (p50 ${apiSnap.p50}, n ${apiSnap.n})`,
-        '< 200',
-      ],
-      [
-        'snapshot p99, data /data/currency/all (ms)',
-        `${dataSnap.p99} (p50 ${dataSnap.p50}, n ${dataSnap.n})`,
-        '< 200',
-      ],
-      [
-        '/health/ready API: not 200',
-        `${notReady(readiness.api)} of ${[...readiness.api.values()].reduce((a, b) => a + b, 0)}`,
-        '0',
-      ],
-      [
-        '/health/ready data: not 200',
-        `${notReady(readiness.data)} of ${[...readiness.data.values()].reduce((a, b) => a + b, 0)}`,
-        '0',
-      ],
-      [
-        'shed answers (429/503)',
-        `${shed.n}; p50 ${shed.p50} ms, p99 ${shed.p99} ms, max ${shed.max} ms; ${shedFast} within 100 ms; ${tally.shedWithoutRetryAfter} without Retry-After`,
-        'all within 100 ms, all with Retry-After',
-      ],
-      ['500s (any route)', String(s500), '0'],
-      ['abandoned SQL running 2 s after the requests ended', String(abandoned.length), '0'],
-    ];
-    console.log(
-      `\n${CLIENTS} anonymous clients for ${SECONDS} s (each gives up after ${CLIENT_TIMEOUT_MS} ms), ` +
-        `against platform start --role all\nflood answers: ${countsOf(floodStatuses)}; ` +
-        `answered 2xx p50 ${summary(tally.answered).p50} ms\n` +
-        `platform CPU during the flood: ${platformCpu.toFixed(1)} s ` +
-        `(${Math.round((platformCpu / SECONDS) * 100)} % of one core), ` +
-        `${Math.round((platformCpu * 1e6) / floodRequests)} µs per flood request; ` +
-        `load average ${loadavg()
-          .map((l) => l.toFixed(1))
-          .join(', ')}\n`,
-    );
-    console.log('| measure | this run | goal |');
-    console.log('|---|---|---|');
-    for (const [name, value, goal] of rows) console.log(`| ${name} | ${value} | ${goal} |`);
-    for (const row of abandoned) console.log('still running:', JSON.stringify(row));
+    }
   } finally {
-    platform.kill('SIGTERM');
-    await once(platform, 'exit').catch(() => {});
     await pool.end();
+  }
+  console.log(
+    `\n${CLIENTS} anonymous clients for ${SECONDS} s (each gives up after ${CLIENT_TIMEOUT_MS} ms), ` +
+      `against platform start --role all\n`,
+  );
+  const table = results.map(({ result }) => measures(result));
+  console.log(`| measure | ${results.map((r) => r.name).join(' | ')} | goal |`);
+  console.log(`|---|${results.map(() => '---|').join('')}---|`);
+  for (const [i, [name, , goal]] of table[0]!.entries()) {
+    console.log(`| ${name} | ${table.map((rows) => rows[i]![1]).join(' | ')} | ${goal} |`);
+  }
+  for (const { name, result } of results) {
+    for (const row of result.abandoned) console.log(`${name}, still running:`, JSON.stringify(row));
   }
 }

@@ -5,6 +5,7 @@ import { Readiness } from '../shared/http/health.ts';
 import { RouteRegistry } from '../shared/http/routes.ts';
 import { createHttpService } from '../shared/http/service.ts';
 import type { Runtime } from '../shared/runtime.ts';
+import { AnonymousReadBudget } from './anonymousReads.ts';
 import { mountDashboard } from './dashboard.ts';
 import { DataClient } from './dataClient.ts';
 import { historyRateLimit } from './historyRateLimit.ts';
@@ -101,6 +102,7 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     maxPoints: config.HISTORY_MAX_POINTS,
     limitRate: limitHistory,
     anonymousOverLimit,
+    anonymousReads: new AnonymousReadBudget(config.API_ANONYMOUS_READS_MAX_POINTS),
   });
   if (profile !== 'docs') registerCurrencyRoutes(registry, data);
   registerNewsSentimentForward(registry, { data, trustedNetworks: config.DATA_TRUSTED_NETWORKS });

@@ -55,6 +55,16 @@ describe('platform token', () => {
   });
 });
 
+describe('platform migrate', () => {
+  test('--json prints the database state its --help names', async () => {
+    const result = await runCli(['migrate', '--json'], env);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ database: 'exists', applied: [] });
+    const help = await runCli(['migrate', '--help'], env);
+    expect(help.stdout).toContain('"database": "created"|"exists"');
+  });
+});
+
 describe('platform doctor', () => {
   test('reports database, extension, edition and migrations on a working setup', async () => {
     const result = await runCli(['doctor', '--json'], env);
@@ -78,6 +88,24 @@ describe('platform doctor', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/FAIL\s+database/);
     expect(result.stdout).toMatch(/fix: start PostgreSQL or set DATABASE_URL/);
+  });
+
+  test('a server without the platform database: a FAIL line saying how to create it', async () => {
+    const url = 'postgres://root@127.0.0.1:5432/platform_doctor_never_created';
+    const result = await runCli(['doctor'], { DATABASE_URL: url });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(
+      /FAIL\s+database\s+.*"platform_doctor_never_created" does not exist/,
+    );
+    expect(result.stdout).toMatch(/fix: run `platform migrate`/);
+    const json = await runCli(['doctor', '--json'], { DATABASE_URL: url });
+    expect(json.code).toBe(1);
+    const report = JSON.parse(json.stdout);
+    expect(report.healthy).toBe(false);
+    expect(report.checks.find((c: { name: string }) => c.name === 'database')).toMatchObject({
+      ok: false,
+      fix: expect.stringMatching(/platform migrate/),
+    });
   });
 
   test('bad configuration stops with exit 2 and lists the problems', async () => {

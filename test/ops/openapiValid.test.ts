@@ -1,5 +1,6 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 
 // Both services' /openapi.json, as served, through a real validator (swagger-parser), and the
@@ -88,4 +89,69 @@ test('the bulk body lists candle and tick items; the export both of its media ty
   expect(documents.data.components.schemas).toHaveProperty('BulkTick');
   const exported = documents.data.paths['/data/candles/{code}/export']!.get!.responses['200']!;
   expect(Object.keys(exported.content ?? {}).sort()).toEqual(['application/x-ndjson', 'text/csv']);
+});
+
+describe('real answers match the schema their document gives for that status', () => {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  const validators = new Map<string, ValidateFunction>();
+
+  /** The documented schema of `status` for the operation, with its $refs into the document. */
+  function validatorFor(name: 'data' | 'api', method: string, path: string, status: number) {
+    const key = `${name} ${method} ${path} ${status}`;
+    let validate = validators.get(key);
+    if (!validate) {
+      const response = documents[name].paths[path]?.[method]?.responses[String(status)];
+      if (!response) throw new Error(`${key}: status not documented`);
+      const media = response.content?.['application/json'] as { schema: object } | undefined;
+      if (!media) throw new Error(`${key}: no JSON body documented`);
+      const schema = JSON.parse(
+        JSON.stringify(media.schema).replaceAll('"#/components/', `"${name}#/components/`),
+      );
+      if (!ajv.getSchema(name)) ajv.addSchema({ components: documents[name].components }, name);
+      validate = ajv.compile(schema);
+      validators.set(key, validate);
+    }
+    return validate;
+  }
+
+  const expectDocumented = (
+    name: 'data' | 'api',
+    method: string,
+    path: string,
+    answer: { status: number; body: unknown },
+  ) => {
+    const validate = validatorFor(name, method, path, answer.status);
+    expect({
+      path,
+      status: answer.status,
+      body: answer.body,
+      errors: validate(answer.body) ? null : validate.errors,
+    }).toMatchObject({ errors: null });
+  };
+
+  test('the identity routes, errors (which carry authorized) included', async () => {
+    const { client, account } = await harness.signedInClient();
+    const anonymous = harness.client();
+    const cases: Array<[string, string, Promise<{ status: number; body: unknown }>, number]> = [
+      ['post', '/api/authorize/signup', client.post('/api/authorize/signup', account), 400],
+      ['post', '/api/authorize/signup', anonymous.post('/api/authorize/signup', account), 409],
+      ['post', '/api/authorize/signup', anonymous.post('/api/authorize/signup', {}), 400],
+      ['post', '/api/authorize/login', client.post('/api/authorize/login', account), 400],
+      [
+        'post',
+        '/api/authorize/login',
+        anonymous.post('/api/authorize/login', { ...account, password: 'wrong-password' }),
+        401,
+      ],
+      ['get', '/api/authorize/isloggedin', anonymous.get('/api/authorize/isloggedin'), 401],
+      ['get', '/api/authorize/isloggedin', client.get('/api/authorize/isloggedin'), 200],
+      ['get', '/api/authorize/logout', anonymous.get('/api/authorize/logout'), 400],
+      ['post', '/api/authorize/logout', anonymous.post('/api/authorize/logout'), 400],
+    ];
+    for (const [method, path, pending, status] of cases) {
+      const answer = await pending;
+      expect({ path, status: answer.status }).toEqual({ path, status });
+      expectDocumented('api', method, path, answer);
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import pg from 'pg';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { configSchema, type Config } from '../../shared/config.ts';
@@ -37,11 +38,35 @@ export const EXTRA_CHECKS: DoctorCheck[] = [
   checkSimulatedHistory,
 ];
 
+/** PostgreSQL's error code for a database that does not exist. */
+const INVALID_CATALOG_NAME = '3D000';
+
+/** The server answers in its `postgres` database; the platform's own may not exist yet. */
+async function platformDatabaseCheck(url: string): Promise<Check> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+    return { name: 'database', ok: true, detail: `reachable at ${redactDsn(url)}` };
+  } catch (error) {
+    const missing = (error as { code?: string }).code === INVALID_CATALOG_NAME;
+    return {
+      name: 'database',
+      ok: false,
+      detail: `server reachable, but ${redactDsn(url)}: ${(error as Error).message}`,
+      fix: missing
+        ? 'run `platform migrate` (or `platform start`): it creates the database when the role may'
+        : 'check the user, password and database name in DATABASE_URL',
+    };
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 async function serverChecks(url: string): Promise<Check[]> {
   try {
     const server = await serverExtensionState(url);
     return [
-      { name: 'database', ok: true, detail: `reachable at ${redactDsn(url)}` },
+      await platformDatabaseCheck(url),
       {
         name: 'timescaledb',
         ok: server.available && server.preloaded,

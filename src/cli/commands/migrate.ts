@@ -5,7 +5,7 @@ export function registerMigrateCommand(program: Command) {
   const migrateCommand = program
     .command('migrate')
     .description('Create the database if missing and apply pending SQL migrations from sql/')
-    .option('--json', 'print {"database": "created"|"existing", "applied": [names]}');
+    .option('--json', 'print {"database": "created"|"exists", "applied": [names]}');
   withExamples(
     migrateCommand,
     [

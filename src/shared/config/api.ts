@@ -139,6 +139,11 @@ export const apiSection = z.object({
     .describe(
       'History requests per minute one client address may make to the API without signing in (429 with Retry-After past it; 0: no limit).',
     ),
+  API_ANONYMOUS_READS_MAX_POINTS: positiveInt
+    .default(50_000)
+    .describe(
+      'Points (buckets, as HISTORY_MAX_POINTS counts them) the history and candle reads in progress for callers not signed in may ask for together, all addresses counted; a read that does not fit gets 503 with Retry-After at once (one always fits when none runs). Signed-in users are not counted.',
+    ),
   API_RATE_LIMIT_SIGNED_IN: z.coerce
     .number()
     .int()

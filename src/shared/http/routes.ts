@@ -63,6 +63,8 @@ export interface RouteSpec<
   responses: Record<number, ResponseSpec>;
   /** Error statuses this route can answer with (each documented with the error body). */
   errors?: number[];
+  /** The body of this route's errors when it adds to the common one (identity: `authorized`). */
+  errorBody?: z.ZodType;
   /** Credentials the route needs; none (a public route) unless given. */
   security?: Array<Record<string, string[]>>;
   /**
@@ -313,7 +315,7 @@ export class RouteRegistry {
       ])) {
         responses[String(status)] ??= responseObject(
           ERROR_DESCRIPTIONS[status] ?? 'Error',
-          { 'application/json': errorBodySchema },
+          { 'application/json': spec.errorBody ?? errorBodySchema },
           { ...ERROR_HEADERS[status], ...this.options.errorHeaders?.[status] },
         );
       }

@@ -15,7 +15,7 @@ import {
 } from '../../identity/users.ts';
 import { clearCsrfCookie, issueCsrfToken } from '../../session/csrf.ts';
 import { currentUserId, NotSignedInError } from '../../session/requireUser.ts';
-import { authorizedSchema, loginBody, signupBody } from './schema.ts';
+import { authorizedSchema, authorizeErrorSchema, loginBody, signupBody } from './schema.ts';
 
 export interface AuthorizeRouteDeps {
   pool: DatabasePool;
@@ -62,6 +62,7 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
         200: { ...signedIn, description: 'Account created; the new user is signed in' },
       },
       errors: [403, 409, 415, 429],
+      errorBody: authorizeErrorSchema,
       handler: async (ctx, { body }) => {
         refuseIfSignedIn(ctx);
         await deps.throttle.admitSignup(ctx.ip);
@@ -89,6 +90,7 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
       body: loginBody,
       responses: { 200: signedIn },
       errors: [401, 403, 415, 429],
+      errorBody: authorizeErrorSchema,
       handler: async (ctx, { body }) => {
         refuseIfSignedIn(ctx);
         const account = await findCredentials(deps.pool, body.email);
@@ -127,6 +129,7 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
       tags: TAG,
       responses: { 200: signedIn },
       errors: [401],
+      errorBody: authorizeErrorSchema,
       handler: (ctx) => {
         if (currentUserId(ctx) === undefined) throw new NotSignedInError('Not signed in');
         issueCsrfToken(ctx, deps.sessionMaxAgeMs);
@@ -147,9 +150,10 @@ export function registerAuthorizeRoutes(registry: RouteRegistry, deps: Authorize
         tags: TAG,
         responses: {
           200: { description: 'Signed out', schema: authorizedSchema },
-          400: { description: 'Not signed in', schema: authorizedSchema },
+          400: { description: 'Not signed in', schema: authorizeErrorSchema },
         },
         errors: [403],
+        errorBody: authorizeErrorSchema,
         handler: (ctx) => {
           if (currentUserId(ctx) === undefined) {
             throw new ValidationError('Not signed in', [], 'not_signed_in');

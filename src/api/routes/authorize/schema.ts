@@ -1,8 +1,17 @@
 import { z } from 'zod';
+import { errorBodySchema } from '../../../shared/http/routes.ts';
 
 export const authorizedSchema = z
   .object({ authorized: z.boolean() })
   .meta({ id: 'AuthorizeResponse', description: 'Whether the request is signed in afterwards.' });
+
+/** The identity routes' errors: the common error body with `authorized` beside `error`. */
+export const authorizeErrorSchema = errorBodySchema.extend({ authorized: z.boolean() }).meta({
+  id: 'AuthorizeError',
+  description:
+    'An error of an identity route: `authorized` is false on signup and login, and tells ' +
+    'whether the session is signed in on isloggedin and logout.',
+});
 
 const codePoints = (value: string) => [...value].length;
 

@@ -1,9 +1,10 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { NotFoundError } from '../../../shared/errors.ts';
 import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/bucketGrid.ts';
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import type { EarlyRefusal } from '../../../shared/http/shedEarly.ts';
+import type { AnonymousReadBudget } from '../../anonymousReads.ts';
 import type { DataClient, DisplayCurrency } from '../../dataClient.ts';
 import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { findCurrency } from '../../currencyKeys.ts';
@@ -29,6 +30,8 @@ export interface MarketRouteDeps {
   limitRate: Middleware;
   /** The anonymous part of that limit, read before the rest of the stack. */
   anonymousOverLimit: EarlyRefusal;
+  /** What anonymous reads in progress may ask for together. */
+  anonymousReads: AnonymousReadBudget;
 }
 
 export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteDeps) {
@@ -104,7 +107,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       },
       errors: [400, 404, 429, 503],
       handler: async (ctx, { params, query }) => {
-        await assertWindowAnswerable(deps, params.code, query);
+        await assertWindowAnswerable(deps, ctx, params.code, query);
         const points = await deps.data.history(params.code, query.hours, query.intervalSeconds);
         if (points.length === 0) {
           ctx.status = 204;
@@ -138,7 +141,7 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       },
       errors: [400, 404, 503],
       handler: async (ctx, { params, query }) => {
-        await assertWindowAnswerable(deps, params.code, query);
+        await assertWindowAnswerable(deps, ctx, params.code, query);
         const candles = await deps.data.candles(params.code, {
           hours: query.hours,
           intervalSeconds: query.intervalSeconds,
@@ -164,18 +167,22 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
 
 /**
  * What the history and candle routes check before asking the data module: the window's points
- * within the cap (400 naming intervalSeconds), and a currency that has a price (404).
+ * within the cap (400 naming intervalSeconds), a currency that has a price (404), and, for an
+ * anonymous caller, room for those points among the anonymous reads in progress (503).
  */
 async function assertWindowAnswerable(
   deps: MarketRouteDeps,
+  ctx: Context,
   code: string,
   window: { hours: number; intervalSeconds: number },
 ) {
-  assertWithinPointCap(maxBucketsOverHours(window.hours, window.intervalSeconds), deps.maxPoints, {
+  const points = maxBucketsOverHours(window.hours, window.intervalSeconds);
+  assertWithinPointCap(points, deps.maxPoints, {
     parameter: 'intervalSeconds',
     advice: 'use a larger intervalSeconds',
   });
   if (!(await deps.data.currentPrice(code))) {
     throw new NotFoundError(`Unknown currency '${code}'`, 'unknown_currency');
   }
+  deps.anonymousReads.admit(ctx, points);
 }
