@@ -271,7 +271,14 @@ describe.each(MODES)('analyst candle routes, %s mode', (mode) => {
       mode === 'continuous' ? 'continuous aggregates' : 'rollup tables',
     );
     expect(checks.map((c) => c.name)).toEqual(
-      expect.arrayContaining(['rollup 5m', 'rollup 15m', 'rollup 1h', 'rollup 1d', 'backfills']),
+      expect.arrayContaining([
+        'rollup 5m',
+        'rollup 15m',
+        'rollup 1h',
+        'rollup 1d',
+        'rollup 1h_at30',
+        'backfills',
+      ]),
     );
     const ready = await getJson(`${server.url}/health/ready`);
     expect(ready.body.details.rollups.mode).toBe(mode);
@@ -280,6 +287,8 @@ describe.each(MODES)('analyst candle routes, %s mode', (mode) => {
       '15m',
       '1h',
       '1d',
+      '1h_at15',
+      '1h_at30',
     ]);
   });
 });

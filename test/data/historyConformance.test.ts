@@ -123,15 +123,23 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
     expect(minutes.segments.map((s) => s.source)).toEqual(['raw']);
     const fiveMinutes = await planRequest(runtime.pool, { ...window, intervalSeconds: 600 });
     expect(fiveMinutes.segments.map((s) => s.source)).toContain('5m');
-    // Days in zones off the whole hour (+05:30, +05:45, −03:30) read the 15-minute level.
-    for (const timeZone of ['Asia/Kolkata', 'Asia/Kathmandu', 'America/St_Johns']) {
+    // Days in zones off the whole hour (+05:30, −03:30, +05:45) read the hours starting at :30
+    // or :15 past the UTC hour (finer sources at the window's edges).
+    for (const [timeZone, hours] of [
+      ['Asia/Kolkata', '1h_at30'],
+      ['America/St_Johns', '1h_at30'],
+      ['Asia/Kathmandu', '1h_at15'],
+    ]) {
       const days = await planRequest(runtime.pool, {
         ...window,
         intervalSeconds: 86_400,
         timeZone,
       });
       const sources = days.segments.map((s) => s.source);
-      expect({ timeZone, sources }).toEqual({ timeZone, sources: expect.arrayContaining(['15m']) });
+      expect({ timeZone, sources }).toEqual({
+        timeZone,
+        sources: expect.arrayContaining([hours]),
+      });
       expect(sources).not.toContain('1h');
     }
   });
@@ -204,7 +212,9 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
       ['Asia/Kathmandu', 86_400],
       ['America/St_Johns', 86_400],
       ['Asia/Kolkata', 1800],
+      ['Asia/Kolkata', 3600],
       ['Asia/Kathmandu', 900],
+      ['Asia/Kathmandu', 7200],
       ['America/St_Johns', 14_400],
       ['Asia/Kathmandu', 604_800],
       ['America/New_York', 604_800],
@@ -221,22 +231,34 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
         timeZone,
         fill: 'none',
       });
-      const expected = await runtime.pool.any(sql.type(sqlCandle)`
+      expect({ timeZone, seconds, rows: got }).toEqual({
+        timeZone,
+        seconds,
+        rows: await zoneCandlesFromRaw('BTC', seconds, timeZone, from, to),
+      });
+    }
+  });
+
+  /** Candles on a zone's grid by time_bucket over the raw rows alone. */
+  async function zoneCandlesFromRaw(
+    code: string,
+    seconds: number,
+    timeZone: string,
+    from: Date,
+    to: Date,
+  ) {
+    return asJson(
+      await runtime.pool.any(sql.type(sqlCandle)`
         SELECT time_bucket(make_interval(secs => ${seconds}::float8), time, ${timeZone}::text) AS timestamp,
                first(open, time) AS open, max(high) AS high, min(low) AS low,
                last(close, time) AS close, sum(volume) AS volume, count(*)::int AS count
         FROM price_observations
-        WHERE currency_code = 'BTC' AND time >= ${from.toISOString()}::timestamptz
+        WHERE currency_code = ${code} AND time >= ${from.toISOString()}::timestamptz
           AND time < ${to.toISOString()}::timestamptz
         GROUP BY 1 ORDER BY 1
-      `);
-      expect({ timeZone, seconds, rows: got }).toEqual({
-        timeZone,
-        seconds,
-        rows: asJson(expected),
-      });
-    }
-  });
+      `),
+    );
+  }
 
   test('fill=previous in :30 and :45 zones carries the last close exactly', async () => {
     const from = new Date(dataStart + 5 * HOUR + 7 * MINUTE);
@@ -354,6 +376,19 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
             code,
             seconds,
             opens: expected.map((c) => ({ timestamp: c.timestamp, value: c.open })),
+          });
+        }
+        // Days and hours in :30 and :45 zones: the offset hourly levels are recomputed too.
+        for (const [timeZone, seconds] of [
+          ['Asia/Kolkata', 86_400],
+          ['Asia/Kathmandu', 3600],
+        ] as const) {
+          const [from, to] = [new Date(dataStart - HOUR), new Date(now)];
+          const request = { code, from, to, intervalSeconds: seconds, timeZone };
+          expect({ code, timeZone, rows: await ask(request) }).toEqual({
+            code,
+            timeZone,
+            rows: await zoneCandlesFromRaw(code, seconds, timeZone, from, to),
           });
         }
       }

@@ -39,13 +39,23 @@ describe('usableLevels', () => {
     expect(names(usableLevels(grid(86_400, 37)))).toEqual([]);
   });
 
-  test('zone offsets decide: whole hours keep 1h, :30 and :45 zones read the 15-minute level', () => {
+  test('zone offsets decide: whole hours keep 1h, :30 and :45 zones read the offset hours', () => {
     expect(names(usableLevels(grid(86_400, 0, [3600, 7200])))).toEqual(['5m', '15m', '1h']);
-    // Asia/Kolkata +05:30, Asia/Kathmandu +05:45, America/St_Johns −03:30 / −02:30 (DST)
-    expect(names(usableLevels(grid(86_400, 0, [19_800])))).toEqual(['5m', '15m']);
-    expect(names(usableLevels(grid(86_400, 0, [20_700])))).toEqual(['5m', '15m']);
-    expect(names(usableLevels(grid(86_400, 0, [-12_600, -9000])))).toEqual(['5m', '15m']);
+    // Asia/Kolkata +05:30, Asia/Kathmandu +05:45, America/St_Johns −03:30 / −02:30 (DST):
+    // their days start at :30, :15 and :30 past a UTC hour.
+    expect(names(usableLevels(grid(86_400, 0, [19_800])))).toEqual(['5m', '15m', '1h_at30']);
+    expect(names(usableLevels(grid(86_400, 0, [20_700])))).toEqual(['5m', '15m', '1h_at15']);
+    expect(names(usableLevels(grid(86_400, 0, [-12_600, -9000])))).toEqual([
+      '5m',
+      '15m',
+      '1h_at30',
+    ]);
     expect(names(usableLevels(grid(1800, 0, [20_700])))).toEqual(['5m', '15m']);
+    expect(names(usableLevels(grid(3600, 0, [19_800])))).toEqual(['5m', '15m', '1h_at30']);
+    // A UTC grid whose origin is half past: the :30 hours serve it.
+    expect(names(usableLevels(grid(7200, 1800)))).toEqual(['5m', '15m', '1h_at30']);
+    // Australia/Lord_Howe: +10:30 and, in summer, +11:00; no hourly level fits both.
+    expect(names(usableLevels(grid(86_400, 0, [37_800, 39_600])))).toEqual(['5m', '15m']);
     expect(names(usableLevels(grid(86_400, 0, [3208])))).toEqual([]); // Berlin's 1890 LMT
   });
 
@@ -58,6 +68,23 @@ describe('usableLevels', () => {
         levels: expect.arrayContaining(['15m']),
       });
     }
+  });
+
+  test('days in every zone whose offsets differ by whole hours read an hourly level', () => {
+    const now = Date.UTC(2026, 0, 15);
+    const hourly = ['1h', '1h_at15', '1h_at30'];
+    let zones = 0;
+    for (const zone of Intl.supportedValuesOf('timeZone')) {
+      const offsets = zoneOffsetsOver(zone, now - 365 * DAY, now);
+      if (new Set(offsets.map((offset) => ((offset % 3600) + 3600) % 3600)).size > 1) continue;
+      zones += 1;
+      const levels = names(usableLevels(grid(86_400, 0, offsets)));
+      expect({ zone, hourly: levels.filter((name) => hourly.includes(name)).length }).toEqual({
+        zone,
+        hourly: 1,
+      });
+    }
+    expect(zones).toBeGreaterThan(300);
   });
 });
 
@@ -137,14 +164,41 @@ describe('planSegments', () => {
     ]);
   });
 
-  test('a day in Kolkata is read from the 15-minute level, not from raw rows', () => {
+  test('days in Kolkata are read from the hours starting at :30, finer levels at the edges', () => {
     const kolkata = usableLevels(grid(86_400, 0, [19_800]));
-    const from = 10 * DAY - 5 * HOUR - 30 * MIN; // local midnight
-    const segments = planSegments({ start: from, end: from + 30 * DAY }, kolkata, {
-      watermarks: complete,
-      stale: [],
-    });
-    expect(segments).toEqual([{ source: '15m', start: from, end: from + 30 * DAY }]);
+    const from = 10 * DAY - 5 * HOUR - 30 * MIN; // local midnight, 18:30 UTC
+    const window = { start: from, end: from + 30 * DAY };
+    expect(planSegments(window, kolkata, { watermarks: complete, stale: [] })).toEqual([
+      { source: '15m', start: from, end: from + 30 * DAY },
+    ]);
+    const watermarks = { ...complete, '1h_at30': from + 20 * DAY + 3 * HOUR };
+    // A backfill inside one :30 hour: that hour is read from finer levels, its touched minutes
+    // from the raw rows.
+    const at = (minutes: number) => from + 5 * DAY + minutes * MIN;
+    const stale = [{ start: at(7 * 60 + 10), end: at(7 * 60 + 20) }];
+    expect(planSegments(window, kolkata, { watermarks, stale })).toEqual([
+      { source: '1h_at30', start: from, end: at(7 * 60) },
+      { source: '5m', start: at(7 * 60), end: at(7 * 60 + 10) },
+      { source: 'raw', start: at(7 * 60 + 10), end: at(7 * 60 + 25) },
+      { source: '5m', start: at(7 * 60 + 25), end: at(7 * 60 + 30) },
+      { source: '15m', start: at(7 * 60 + 30), end: at(8 * 60) },
+      { source: '1h_at30', start: at(8 * 60), end: from + 20 * DAY + 3 * HOUR },
+      { source: '15m', start: from + 20 * DAY + 3 * HOUR, end: from + 30 * DAY },
+    ]);
+    // Kathmandu (+05:45): a window from 10:05 UTC reads 5 minutes, then hours from 10:15.
+    const kathmandu = usableLevels(grid(3600, 0, [20_700]));
+    const start = 10 * DAY + 10 * HOUR + 5 * MIN;
+    expect(
+      planSegments({ start, end: start + DAY }, kathmandu, {
+        watermarks: { ...complete, '1h_at15': Infinity },
+        stale: [],
+      }),
+    ).toEqual([
+      { source: '5m', start, end: start + 10 * MIN },
+      { source: '1h_at15', start: start + 10 * MIN, end: start + DAY - 50 * MIN },
+      { source: '15m', start: start + DAY - 50 * MIN, end: start + DAY - 5 * MIN },
+      { source: '5m', start: start + DAY - 5 * MIN, end: start + DAY },
+    ]);
   });
 
   test('without watermarks everything is raw; segments always tile the window', () => {

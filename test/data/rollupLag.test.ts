@@ -33,7 +33,14 @@ describe.each(MODES)('rollup lag, %s mode', (mode) => {
     refreshRollups(runtime.pool, { settleSeconds: SETTLE_SECONDS, runPolicies: true });
 
   test('nothing stored: every level is up to date', async () => {
-    expect(await lag()).toEqual({ '5m': 0, '15m': 0, '1h': 0, '1d': 0 });
+    expect(await lag()).toEqual({
+      '5m': 0,
+      '15m': 0,
+      '1h': 0,
+      '1d': 0,
+      '1h_at15': 0,
+      '1h_at30': 0,
+    });
   });
 
   test('prices never rolled up: the 5-minute level has waited since their bucket was due', async () => {
@@ -54,7 +61,14 @@ describe.each(MODES)('rollup lag, %s mode', (mode) => {
 
   test('a refresh brings every level back to 0', async () => {
     await refresh();
-    expect(await lag()).toEqual({ '5m': 0, '15m': 0, '1h': 0, '1d': 0 });
+    expect(await lag()).toEqual({
+      '5m': 0,
+      '15m': 0,
+      '1h': 0,
+      '1d': 0,
+      '1h_at15': 0,
+      '1h_at30': 0,
+    });
   });
 
   test('a backfill below the watermarks waits from when it was marked until a refresh', async () => {
@@ -69,6 +83,13 @@ describe.each(MODES)('rollup lag, %s mode', (mode) => {
     expect(waited['15m']).toBeGreaterThanOrEqual(600);
     expect(waited['1h']).toBeGreaterThanOrEqual(600);
     await refresh();
-    expect(await lag()).toEqual({ '5m': 0, '15m': 0, '1h': 0, '1d': 0 });
+    expect(await lag()).toEqual({
+      '5m': 0,
+      '15m': 0,
+      '1h': 0,
+      '1d': 0,
+      '1h_at15': 0,
+      '1h_at30': 0,
+    });
   });
 });

@@ -56,9 +56,11 @@ const watermarks = async () =>
   );
 
 /** A level recomputed from the raw rows up to its watermark, as the refresh should have it. */
-async function fromScratch(seconds: number, before: number) {
+async function fromScratch(seconds: number, before: number, phaseSeconds = 0) {
   return runtime.pool.any(sql.type(level)`
-    SELECT currency_code, time_bucket(make_interval(secs => ${seconds}::float8), time) AS bucket,
+    SELECT currency_code,
+           time_bucket(make_interval(secs => ${seconds}::float8), time,
+                       "offset" => make_interval(secs => ${phaseSeconds}::float8)) AS bucket,
            first(open, time) AS open, max(high) AS high, min(low) AS low, last(close, time) AS close,
            sum(volume) AS volume, count(*)::int AS count, min(time) AS first_time, max(time) AS last_time
     FROM price_observations
@@ -73,6 +75,12 @@ async function expectLevelsExact() {
   expect(await contents('candles_15m')).toEqual(await fromScratch(900, marks['15m']!));
   expect(await contents('candles_1h')).toEqual(await fromScratch(3600, marks['1h']!));
   expect(await contents('candles_1d')).toEqual(await fromScratch(86_400, marks['1d']!));
+  expect(await contents('candles_1h_at15')).toEqual(
+    await fromScratch(3600, marks['1h_at15']!, 900),
+  );
+  expect(await contents('candles_1h_at30')).toEqual(
+    await fromScratch(3600, marks['1h_at30']!, 1800),
+  );
 }
 
 describe('refresh_rollups on rollup tables', () => {
@@ -92,6 +100,12 @@ describe('refresh_rollups on rollup tables', () => {
     expect(marks['15m']).toBe(Math.floor(marks['5m']! / (3 * FIVE)) * 3 * FIVE);
     expect(marks['1h']).toBe(Math.floor(marks['15m']! / HOUR) * HOUR);
     expect(marks['1d']).toBe(Math.floor(marks['1h']! / DAY) * DAY);
+    // The offset hours end at the last :15 or :30 past an hour that candles_15m covers.
+    const QUARTER = 3 * FIVE;
+    expect(marks['1h_at15']).toBe(Math.floor((marks['15m']! - QUARTER) / HOUR) * HOUR + QUARTER);
+    expect(marks['1h_at30']).toBe(
+      Math.floor((marks['15m']! - 2 * QUARTER) / HOUR) * HOUR + 2 * QUARTER,
+    );
     await expectLevelsExact();
   });
 
@@ -128,7 +142,9 @@ describe('refresh_rollups on rollup tables', () => {
 
   test('two workers at once: one refreshes, the other skips, the result is exact', async () => {
     await runtime.pool.query(sql.unsafe`UPDATE rollup_watermarks SET watermark = NULL`);
-    await runtime.pool.query(sql.unsafe`TRUNCATE candles_5m, candles_15m, candles_1h, candles_1d`);
+    await runtime.pool.query(
+      sql.unsafe`TRUNCATE candles_5m, candles_15m, candles_1h, candles_1d, candles_1h_at15, candles_1h_at30`,
+    );
     const results = await Promise.all([
       refreshRollups(runtime.pool, { settleSeconds: 0, maxStepSeconds: DAY / 1000 }),
       refreshRollups(runtime.pool, { settleSeconds: 0, maxStepSeconds: DAY / 1000 }),
@@ -142,7 +158,9 @@ describe('refresh_rollups on rollup tables', () => {
   test('the worker runs the task from its task list and crontab', async () => {
     expect(crontab.some((line) => / refresh_rollups /.test(line))).toBe(true);
     await runtime.pool.query(sql.unsafe`UPDATE rollup_watermarks SET watermark = NULL`);
-    await runtime.pool.query(sql.unsafe`TRUNCATE candles_5m, candles_15m, candles_1h, candles_1d`);
+    await runtime.pool.query(
+      sql.unsafe`TRUNCATE candles_5m, candles_15m, candles_1h, candles_1d, candles_1h_at15, candles_1h_at30`,
+    );
     const runner = await startWorkerRunner(runtime, {
       taskList: createTaskList(runtime),
       concurrency: 1,

@@ -253,7 +253,14 @@ test('every metric the alerts and dashboards read has samples once each role has
   );
   expect(clients?.value).toBe(1);
   const lag = samples.worker.filter((s) => s.name === 'rollup_lag_seconds');
-  expect(lag.map((s) => s.labels.level).sort()).toEqual(['15m', '1d', '1h', '5m']);
+  expect(lag.map((s) => s.labels.level).sort()).toEqual([
+    '15m',
+    '1d',
+    '1h',
+    '1h_at15',
+    '1h_at30',
+    '5m',
+  ]);
   for (const sample of lag) expect(sample.value).toBeGreaterThanOrEqual(0);
   expect(has('worker', 'harvest_source_last_success_timestamp_seconds')).toBe(true);
   expect(has('data', 'http_server_request_duration_seconds_count', { service: 'data' })).toBe(true);

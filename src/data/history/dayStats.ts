@@ -42,10 +42,12 @@ const MAX_STALE_RANGES = 32;
 export async function readDayStats(pool: DatabasePool, to: Date): Promise<Map<string, DayStats>> {
   const window = { start: to.getTime() - DAY_MS, end: to.getTime() };
   const freshness = await readWindowFreshness(pool, window.start, window.end);
-  // Hourly and finer rows only: a day row would never fit inside a window not aligned to days.
+  // Hourly and finer rows on the UTC hour only: a day row would never fit inside a window not
+  // aligned to days, and planSegments needs each level to nest in the next (the offset hours
+  // do not nest in candles_1h's).
   const segments = planSegments(
     window,
-    LEVELS.filter((level) => level.name !== '1d'),
+    LEVELS.filter((level) => level.name !== '1d' && level.phaseSeconds === 0),
     freshness,
   );
   const rows = await pool.any(sql.type(statsRow)`

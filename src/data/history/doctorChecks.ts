@@ -7,8 +7,8 @@ import { readRollupStatus, type RollupStatus } from './rollupState.ts';
 // offset (up to one more width for continuous aggregates), on a schedule; three widths plus a
 // quarter of an hour covers all of that with room for a slow run.
 const SLACK_SECONDS = 15 * 60;
-/** The levels as built, e.g. raw → 5m → 15m → 1h → 1d. */
-const CHAIN = ['raw', ...LEVELS.map((level) => level.name)].join(' → ');
+/** The levels as built, each after the one it is built from: raw → 5m, 15m → 1h … */
+const CHAIN = LEVELS.map((level) => `${level.below ?? 'raw'} → ${level.name}`).join(', ');
 const allowedLag = (widthSeconds: number) => 3 * widthSeconds + SLACK_SECONDS;
 
 /** Rollup mode, each level's watermark and lag, and backfills waiting (for `platform doctor`). */

@@ -1,14 +1,32 @@
-// The rollup hierarchy, finest first (sql/0220_rollup_levels.sql). Every level is aligned to the
-// Unix epoch and nests in the next one (300 | 900 | 3600 | 86400), so a bucket of any level is an
-// exact union of buckets below it. There is no 1-minute level: on one-minute data it would copy
-// the raw rows; finer and odd intervals read the raw rows. The 15-minute level divides every UTC
-// offset in use (+05:30, +05:45, −03:30 …), so days and weeks in any zone read it, not raw rows.
+// The rollup hierarchy (sql/0220_rollup_levels.sql, sql/0260_offset_hour_levels.sql), each level
+// built from `below` (null: the raw rows). Buckets start at `phaseSeconds` past a multiple of the
+// width from the Unix epoch: 0 but for the two offset hourly levels, whose hours start at :15 and
+// :30 past the UTC hour. Each level nests in the ones built from it (300 | 900 | 3600 | 86400, a
+// quarter hour dividing every phase), so a bucket of any level is an exact union of buckets below
+// it. There is no 1-minute level: on one-minute data it would copy the raw rows; finer and odd
+// intervals read the raw rows. The 15-minute level divides every UTC offset in use (+05:30,
+// +05:45, −03:30 …); the offset hourly levels serve the days and hours of those zones with
+// hourly rows (a :30 offset's days start at :30 past a UTC hour, a :45 offset's at :15).
 
 export const LEVELS = [
-  { name: '5m', relation: 'candles_5m', seconds: 300 },
-  { name: '15m', relation: 'candles_15m', seconds: 900 },
-  { name: '1h', relation: 'candles_1h', seconds: 3600 },
-  { name: '1d', relation: 'candles_1d', seconds: 86_400 },
+  { name: '5m', relation: 'candles_5m', seconds: 300, phaseSeconds: 0, below: null },
+  { name: '15m', relation: 'candles_15m', seconds: 900, phaseSeconds: 0, below: '5m' },
+  { name: '1h', relation: 'candles_1h', seconds: 3600, phaseSeconds: 0, below: '15m' },
+  { name: '1d', relation: 'candles_1d', seconds: 86_400, phaseSeconds: 0, below: '1h' },
+  {
+    name: '1h_at15',
+    relation: 'candles_1h_at15',
+    seconds: 3600,
+    phaseSeconds: 900,
+    below: '15m',
+  },
+  {
+    name: '1h_at30',
+    relation: 'candles_1h_at30',
+    seconds: 3600,
+    phaseSeconds: 1800,
+    below: '15m',
+  },
 ] as const;
 
 /** The level of this name. */
@@ -24,6 +42,17 @@ export type LevelName = Level['name'];
 
 /** Apache edition: our own rollup tables and worker; Timescale edition: continuous aggregates. */
 export type RollupMode = 'tables' | 'continuous';
+
+/** The start of the level's bucket holding `ms`, and the first bucket start at or after it. */
+export function floorToLevel(ms: number, level: Level): number {
+  const phase = level.phaseSeconds * 1000;
+  return floorTo(ms - phase, level.seconds * 1000) + phase;
+}
+
+export function ceilToLevel(ms: number, level: Level): number {
+  const phase = level.phaseSeconds * 1000;
+  return ceilTo(ms - phase, level.seconds * 1000) + phase;
+}
 
 /** Floor and ceiling of `ms` to a multiple of `width` (both in ms; works for negatives). */
 export function floorTo(ms: number, width: number): number {

@@ -1,5 +1,5 @@
 import type { LocalGrid } from '../../shared/time/bucketGrid.ts';
-import { ceilTo, floorTo, LEVELS, mod, type Level, type LevelName } from './levels.ts';
+import { ceilToLevel, floorToLevel, LEVELS, mod, type Level, type LevelName } from './levels.ts';
 
 // Which relation answers which part of a history window. Pure functions over plain numbers
 // (milliseconds since the epoch), so the rules are unit-tested without a database.
@@ -26,17 +26,20 @@ export interface RollupFreshness {
 }
 
 /**
- * Levels whose buckets nest in the query's buckets: the level width divides the bucket width,
- * the origin and every UTC offset of the zone, so no query boundary falls inside a level bucket.
- * Finest first; empty means only raw data can answer exactly.
+ * Levels whose buckets nest in the query's buckets: the level width divides the bucket width, and
+ * every bucket boundary, in UTC (local origin − the zone's offset, for every offset the zone uses
+ * over the window), falls on a level boundary, so no query boundary falls inside a level bucket.
+ * Finest first, each nesting in the next (at most one hourly level fits: their phases differ);
+ * empty means only raw data can answer exactly.
  */
 export function usableLevels(grid: LocalGrid): Level[] {
   return LEVELS.filter(
     (level) =>
       grid.widthSeconds % level.seconds === 0 &&
-      mod(grid.originSeconds, level.seconds) === 0 &&
-      grid.zoneOffsetsSeconds.every((offset) => mod(offset, level.seconds) === 0),
-  );
+      grid.zoneOffsetsSeconds.every(
+        (offset) => mod(grid.originSeconds - offset - level.phaseSeconds, level.seconds) === 0,
+      ),
+  ).sort((a, b) => a.seconds - b.seconds);
 }
 
 /**
@@ -54,9 +57,8 @@ export function planSegments(
     if (start >= end) return [];
     const entry = usable[index];
     if (!entry) return [{ source: 'raw', start, end }];
-    const width = entry.level.seconds * 1000;
-    const alignedStart = ceilTo(start, width);
-    const alignedEnd = floorTo(end, width);
+    const alignedStart = ceilToLevel(start, entry.level);
+    const alignedEnd = floorToLevel(end, entry.level);
     if (alignedStart >= alignedEnd) return cover(start, end, index - 1);
     const segments: Segment[] = [];
     let cursor = start;
@@ -78,11 +80,10 @@ export function planSegments(
 export function validIntervals(level: Level, freshness: RollupFreshness): Interval[] {
   const watermark = freshness.watermarks[level.name];
   if (watermark === undefined || watermark === -Infinity) return [];
-  const width = level.seconds * 1000;
   const stale = mergeIntervals(
     freshness.stale.map((range) => ({
-      start: floorTo(range.start, width),
-      end: floorTo(range.end, width) + width,
+      start: floorToLevel(range.start, level),
+      end: floorToLevel(range.end, level) + level.seconds * 1000,
     })),
   );
   const valid: Interval[] = [];

@@ -5,7 +5,15 @@ import {
   type SqlToken as SqlFragment,
 } from 'slonik';
 import { z } from 'zod';
-import { floorTo, LEVELS, type Level, type LevelName, type RollupMode } from './levels.ts';
+import {
+  floorTo,
+  floorToLevel,
+  levelNamed,
+  LEVELS,
+  type Level,
+  type LevelName,
+  type RollupMode,
+} from './levels.ts';
 import { mergeIntervals, type Interval } from './planner.ts';
 import { caggWatermark, readMaterialised, rollupMode } from './rollupState.ts';
 
@@ -14,7 +22,7 @@ import { caggWatermark, readMaterialised, rollupMode } from './rollupState.ts';
 // Apache edition (rollup tables): each step is one transaction under an advisory lock. It takes
 // pending invalidations, recomputes exactly the buckets they touched below each level's
 // watermark, then materialises complete buckets from the watermark forward, level by level
-// (1m from raw, 1h from 1m, 1d from 1h). Re-running a step changes nothing; a second worker
+// (each from the level it is built from, see levels.ts). Re-running a step changes nothing; a second worker
 // finding the lock taken skips.
 //
 // Timescale edition (continuous aggregates): the refresh policies materialise new data, and
@@ -115,26 +123,26 @@ async function refreshStep(
   const fresh = new Map<LevelName, number | null>();
   const rewritten = new Set<string>();
   let caughtUp = invalidations.length < INVALIDATIONS_PER_STEP;
-  for (const [index, level] of LEVELS.entries()) {
-    const below = index === 0 ? null : LEVELS[index - 1]!;
-    const width = level.seconds * 1000;
+  // LEVELS lists every level after the one it is built from.
+  for (const level of LEVELS) {
+    const below = level.below === null ? null : levelNamed(level.below);
     const previous = old.get(level.name) ?? null;
     if (previous !== null) {
-      const ranges = staleRanges(invalidations, width, previous);
+      const ranges = staleRanges(invalidations, level, previous);
       await recomputeRanges(tx, level, below, ranges);
       for (const range of ranges) rewritten.add(range.code);
     }
     const limit =
       below === null
-        ? floorTo(now - settleMs, width)
-        : floorTo(fresh.get(below.name) ?? -Infinity, width);
+        ? floorToLevel(now - settleMs, level)
+        : floorToLevel(fresh.get(below.name) ?? -Infinity, level);
     let start = previous;
     if (start === null && Number.isFinite(limit)) {
       const first = await tx.one(sql.type(instantRow)`
         SELECT min(${sql.identifier([below === null ? 'time' : 'bucket'])}) AS t
         FROM ${sql.identifier([below === null ? 'price_observations' : below.relation])}
       `);
-      start = first.t === null ? null : floorTo(first.t.getTime(), width);
+      start = first.t === null ? null : floorToLevel(first.t.getTime(), level);
     }
     let next = previous;
     if (start !== null && start < limit) {
@@ -180,13 +188,13 @@ interface CodeRange extends Interval {
 /** The level's buckets touched by the invalidations, below its watermark, merged per currency. */
 function staleRanges(
   invalidations: readonly z.infer<typeof invalidationRow>[],
-  width: number,
+  level: Level,
   watermark: number,
 ): CodeRange[] {
   const byCode = new Map<string, Interval[]>();
   for (const mark of invalidations) {
-    const start = floorTo(mark.start.getTime(), width);
-    const end = Math.min(floorTo(mark.end.getTime(), width) + width, watermark);
+    const start = floorToLevel(mark.start.getTime(), level);
+    const end = Math.min(floorToLevel(mark.end.getTime(), level) + level.seconds * 1000, watermark);
     if (start >= end) continue;
     const list = byCode.get(mark.code) ?? [];
     list.push({ start, end });
@@ -203,6 +211,7 @@ function aggregateFrom(
   below: Level | null,
 ): { from: SqlFragment; select: SqlFragment; time: SqlFragment } {
   const width = sql.fragment`make_interval(secs => ${level.seconds}::float8)`;
+  const phase = sql.fragment`make_interval(secs => ${level.phaseSeconds}::float8)`;
   if (below === null) {
     return {
       from: sql.fragment`price_observations`,
@@ -217,7 +226,7 @@ function aggregateFrom(
     from: sql.identifier([below.relation]),
     time: sql.fragment`bucket`,
     select: sql.fragment`
-      currency_code, time_bucket(${width}, bucket) AS bucket,
+      currency_code, time_bucket(${width}, bucket, "offset" => ${phase}) AS bucket,
       first(open, first_time) AS open, max(high) AS high, min(low) AS low,
       last(close, last_time) AS close, sum(volume) AS volume, sum(count)::bigint AS count,
       min(first_time) AS first_time, max(last_time) AS last_time`,
@@ -307,16 +316,19 @@ async function refreshContinuous(
     `);
     if (marks.length > 0 && cagg.watermark) {
       // Only what is already materialised needs redoing: newer buckets are served in real time.
-      const width = level.seconds * 1000;
-      const start = floorTo(Math.min(...marks.map((m) => m.start.getTime())), width);
+      const start = floorToLevel(Math.min(...marks.map((m) => m.start.getTime())), level);
       const end = Math.min(
-        floorTo(Math.max(...marks.map((m) => m.end.getTime())), width) + width,
+        floorToLevel(Math.max(...marks.map((m) => m.end.getTime())), level) + level.seconds * 1000,
         cagg.watermark.getTime(),
       );
       if (start < end) {
+        // TimescaleDB (2.23) rounds a refresh window to the width from the epoch, ignoring a
+        // bucket offset: [05:15, 06:15) of the :15 hours is "too small", while [05:00, 06:15)
+        // recomputes the 05:15 bucket. Starting at the epoch-aligned floor covers every bucket.
+        const from = floorTo(start, level.seconds * 1000);
         await pool.query(sql.unsafe`
           CALL refresh_continuous_aggregate(${level.relation}::regclass,
-            ${new Date(start).toISOString()}::timestamptz, ${new Date(end).toISOString()}::timestamptz)
+            ${new Date(from).toISOString()}::timestamptz, ${new Date(end).toISOString()}::timestamptz)
         `);
         steps += 1;
       }

@@ -1,7 +1,7 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { ScrapeSample } from '../../shared/metrics.ts';
-import { floorTo, LEVEL_RELATIONS, LEVELS } from './levels.ts';
+import { floorToLevel, LEVEL_RELATIONS, LEVELS } from './levels.ts';
 import { caggWatermark, rollupMode } from './rollupState.ts';
 
 // rollup_lag_seconds: per level, how long the oldest raw data the level should already reflect
@@ -66,7 +66,7 @@ export async function readRollupLag(
     const width = level.seconds * 1000;
     const now = row.now.getTime();
     const allowance = (row.allowance ?? tablesAllowance) * 1000;
-    const bucket = row.nextRaw ? floorTo(row.nextRaw.getTime(), width) : null;
+    const bucket = row.nextRaw ? floorToLevel(row.nextRaw.getTime(), level) : null;
     const waits = [
       bucket === null ? 0 : now - (bucket + width + allowance),
       row.oldestMark ? now - row.oldestMark.getTime() : 0,
