@@ -189,7 +189,12 @@ export class DataClient {
    * `authorization` the caller's own credentials go along (and its 401/403 are the caller's);
    * otherwise the API's token does, and a refusal of it is our failure (503).
    */
-  async forward(path: string, body: unknown, authorization?: string): Promise<ForwardedAnswer> {
+  async forward(
+    path: string,
+    body: unknown,
+    authorization?: string,
+    idempotencyKey?: string,
+  ): Promise<ForwardedAnswer> {
     const route = 'forward';
     let response: Response;
     try {
@@ -199,6 +204,7 @@ export class DataClient {
           accept: 'application/json',
           'content-type': 'application/json',
           ...this.authorization(authorization),
+          ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
         },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(this.options.timeoutMs),
@@ -226,7 +232,7 @@ export class DataClient {
       throw new DependencyUnavailableError(UNAVAILABLE, error);
     }
     const headers: Record<string, string> = {};
-    for (const name of ['retry-after', 'www-authenticate']) {
+    for (const name of ['retry-after', 'www-authenticate', 'idempotent-replayed']) {
       const value = response.headers.get(name);
       if (value) headers[name] = value;
     }

@@ -1,4 +1,10 @@
-import cliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
+import type * as CliProgress from 'cli-progress';
+import { formatCount } from '../shared/counts.ts';
+
+// The bar's library is loaded only to draw a bar on a terminal: redirected and --json runs (every
+// script, every benchmark) do without it.
+const loadCliProgress = () => createRequire(import.meta.url)('cli-progress') as typeof CliProgress;
 
 /** Progress of a long command: rows, rows/s and ETA, driven by a measure of work (bytes, candles). */
 export interface Progress {
@@ -7,7 +13,7 @@ export interface Progress {
   stop(): void;
 }
 
-const n = (value: number) => Math.max(0, Math.round(value)).toLocaleString('en-US');
+const n = (value: number) => formatCount(Math.max(0, value));
 
 function eta(seconds: number): string {
   if (!Number.isFinite(seconds) || seconds < 0) return '?';
@@ -33,6 +39,7 @@ export function createProgress(total: number, options: { quiet?: boolean } = {})
   if (options.quiet) return { advance: () => {}, stop: () => {} };
 
   if (process.stderr.isTTY) {
+    const cliProgress = loadCliProgress();
     const bar = new cliProgress.SingleBar(
       {
         format: ' {bar} {percentage}% | {rows} rows | {rate} rows/s | ETA {left}',

@@ -21,7 +21,8 @@ export async function checkWorkers({ pool }: DoctorContext): Promise<Check[]> {
       detail: last
         ? `no live worker; the last one (${last.hostname}/${last.pid}) was seen ` +
           `${ageText(last.lastSeenAt)} ago`
-        : 'no worker has ever run against this database',
+        : // A worker that stops cleanly removes its row: none may also mean all stopped.
+          'no live worker: none is registered (none has run, or every one stopped)',
       fix:
         'start one: `platform start --role worker` (or `npm start`, or ' +
         '`docker compose up -d worker`); a worker is live when it beat within ' +

@@ -110,6 +110,26 @@ describe('the API service', () => {
     expect(response.status).toBe(404);
     expect(response.body.error.code).toBe('not_found');
   });
+
+  test('a method a route lacks gets the JSON 405 with Allow, an unknown one the JSON 501', async () => {
+    for (const url of [
+      `${harness.url}/api/portfolio/get`,
+      `${harness.dataUrl}/data/currency/all`,
+    ]) {
+      const wrong = await fetch(url, { method: 'PUT' });
+      expect(wrong.status).toBe(405);
+      expect(wrong.headers.get('allow')).toContain('GET');
+      expect(wrong.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(((await wrong.json()) as { error: unknown }).error).toMatchObject({
+        code: 'method_not_allowed',
+      });
+      const unknown = await fetch(url, { method: 'PROPFIND' });
+      expect(unknown.status).toBe(501);
+      expect(((await unknown.json()) as { error: unknown }).error).toMatchObject({
+        code: 'not_implemented',
+      });
+    }
+  });
 });
 
 describe('the documentation profile', () => {

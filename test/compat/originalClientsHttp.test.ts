@@ -119,6 +119,39 @@ describe('the analysis service', () => {
   });
 });
 
+test('POST /api/news-sentiment/add honours Idempotency-Key as the data module does', async () => {
+  const post = (articleId: number) =>
+    fetch(`${harness.url}/api/news-sentiment/add`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': 'scorer-retry-1' },
+      body: JSON.stringify({
+        articleId,
+        title: 't',
+        publishDate: '2026-07-02 08:00:00',
+        source: 's',
+        url: 'https://example.com/retry',
+        positiveScore: 0.1,
+        neutralScore: 0.8,
+        negativeScore: 0.1,
+        compositeScore: 0.2,
+        cryptoRelevance: 0.5,
+      }),
+    });
+  expect((await post(424_242)).status).toBe(200);
+  const retry = await post(424_242);
+  expect(retry.status).toBe(200);
+  expect(retry.headers.get('idempotent-replayed')).toBe('true');
+  const reused = await post(424_243);
+  expect(reused.status).toBe(422);
+  expect(((await reused.json()) as { error: { code: string } }).error.code).toBe(
+    'idempotency_key_reused',
+  );
+  const stored = await harness.runtime.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM news_sentiment WHERE article_id IN (424242, 424243)
+  `);
+  expect(stored).toBe(1);
+});
+
 describe('the web front end (dev server at http://localhost:4200)', () => {
   let cookie: string;
   const api = (method: 'GET' | 'POST', path: string, body?: string) =>

@@ -71,6 +71,13 @@ const knownGaps = (code: string) =>
     SELECT count(*)::int AS n FROM price_gaps WHERE currency_code = ${code}`);
 
 describe('gap healing', () => {
+  test('a pass with nothing to heal makes the exchange series exist at 0', async () => {
+    const idle = await heal('XRP');
+    expect(idle).toMatchObject({ missing: 0, filled: 0 });
+    const filled = await metricsRegistry.getSingleMetric('heal_filled_candles_total')?.get();
+    expect(filled?.values).toEqual([{ labels: { source: 'binance' }, value: 0 }]);
+  });
+
   test('the holes of an outage are filled exactly, from the exchange, once', async () => {
     await observe('BTC', NOW - 4 * HOUR, NOW, NOW - 3 * HOUR, NOW - 3 * HOUR + 30 * MINUTE);
     const first = await heal('BTC');

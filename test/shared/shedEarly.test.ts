@@ -1,12 +1,16 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import type { Context, Next } from 'koa';
 import { z } from 'zod';
-import { rateLimit } from '../../src/shared/http/admission.ts';
+import { rateLimit, routeGate } from '../../src/shared/http/admission.ts';
 import { defineRoute, RouteRegistry } from '../../src/shared/http/routes.ts';
 import type { RunningServer } from '../../src/shared/http/server.ts';
 import { createHttpService } from '../../src/shared/http/service.ts';
 import { createLogger } from '../../src/shared/logger.ts';
-import { httpRequestDuration, httpRequestsShed } from '../../src/shared/metrics.ts';
+import {
+  httpRequestDuration,
+  httpRequestsShed,
+  metricsRegistry,
+} from '../../src/shared/metrics.ts';
 import { getJson, serve } from '../support/http.ts';
 
 // A route's rate limit read at the top of the stack: a client already over it is answered 429
@@ -125,4 +129,18 @@ test('the route limit counts its own refusals in the shed counter', async () => 
   expect(refused.status).toBe(429);
   expect(refused.body.error.message).toBe(limit.refusalMessage);
   expect(await shedCount()).toBe(before + 1);
+});
+
+test('shed series exist at 0 from the start, so a first refusal shows as a rate', async () => {
+  rateLimit({ name: 'never refused', points: 5, windowSeconds: 60, key: () => 'x' });
+  routeGate('never busy', { limit: 1, queueLength: 1, maxWaitMs: 10 });
+  const text = await metricsRegistry.getSingleMetricAsString('http_requests_shed_total');
+  expect(text).toContain(
+    'http_requests_shed_total{route_group="never refused",reason="rate_limited"} 0',
+  );
+  for (const reason of ['queue_full', 'waited_too_long', 'client_gone']) {
+    expect(text).toContain(
+      `http_requests_shed_total{route_group="never busy",reason="${reason}"} 0`,
+    );
+  }
 });

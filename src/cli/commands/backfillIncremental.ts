@@ -15,6 +15,7 @@ import {
 import { ExchangeError } from '../../data/ingest/exchange/patientHttp.ts';
 import { createCandleSource } from '../../data/ingest/exchange/sources.ts';
 import type { Config } from '../../shared/config.ts';
+import { formatCount } from '../../shared/counts.ts';
 import { printable } from '../../shared/printable.ts';
 import { printJson } from '../context.ts';
 import { EXIT } from '../exitCodes.ts';
@@ -213,7 +214,7 @@ export function reportRun(
   return failed ? EXIT.failure : EXIT.ok;
 }
 
-const n = (value: number) => value.toLocaleString('en-US');
+const n = formatCount;
 
 function formatReports(
   source: string,

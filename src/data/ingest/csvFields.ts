@@ -1,4 +1,13 @@
-import { parse } from 'csv-parse/sync';
+import { createRequire } from 'node:module';
+import type * as CsvParseSync from 'csv-parse/sync';
+
+let csvParse: typeof CsvParseSync.parse | undefined;
+
+/** csv-parse, loaded at the first quoted line: most price files have none. */
+function quotedLineParser(): typeof CsvParseSync.parse {
+  csvParse ??= (createRequire(import.meta.url)('csv-parse/sync') as typeof CsvParseSync).parse;
+  return csvParse;
+}
 
 /**
  * Fields of one CSV line. Price files almost never quote, and splitting an unquoted line on commas
@@ -9,7 +18,7 @@ import { parse } from 'csv-parse/sync';
 export function splitCsvLine(line: string): string[] | null {
   if (line.indexOf('"') === -1) return line.split(',');
   try {
-    const records: string[][] = parse(line, { relax_column_count: true });
+    const records: string[][] = quotedLineParser()(line, { relax_column_count: true });
     return records.length === 1 && records[0] ? records[0] : null;
   } catch {
     return null;

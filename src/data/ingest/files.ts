@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import yauzl from 'yauzl';
+import type yauzl from 'yauzl';
 import type { CodeResolver } from './codes.ts';
 import { readLineBatches } from './lines.ts';
 import type { UnitSpec } from './loader.ts';
@@ -105,11 +105,14 @@ async function zipCsvBytes(path: string): Promise<number> {
 
 async function openZip(path: string) {
   try {
-    return await yauzl.openPromise(path, { lazyEntries: true, autoClose: false });
+    return await (await zipLibrary()).openPromise(path, { lazyEntries: true, autoClose: false });
   } catch (error) {
     throw new FileFormatError(`not a readable zip file (${(error as Error).message})`);
   }
 }
+
+/** yauzl, loaded at the first zip: a load of CSV or NDJSON files does without it. */
+const zipLibrary = async () => (await import('yauzl')).default;
 
 const isCsvEntry = (name: string) => name.toLowerCase().endsWith('.csv') && !name.endsWith('/');
 
@@ -219,7 +222,7 @@ export function klineZipBufferRows(
   return klineZipRows(
     async () => {
       try {
-        return await yauzl.fromBufferPromise(bytes, { lazyEntries: true });
+        return await (await zipLibrary()).fromBufferPromise(bytes, { lazyEntries: true });
       } catch (error) {
         throw new FileFormatError(`not a readable zip file (${(error as Error).message})`);
       }

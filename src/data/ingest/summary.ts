@@ -1,3 +1,4 @@
+import { formatCount } from '../../shared/counts.ts';
 import { printable } from '../../shared/printable.ts';
 import type { Rejection, UnitResult } from './types.ts';
 
@@ -67,7 +68,7 @@ export class SummaryCollector {
   }
 }
 
-const n = (value: number) => value.toLocaleString('en-US');
+const n = formatCount;
 
 /**
  * The human summary: counts, then the first rejected rows as file:line reason, then failures.

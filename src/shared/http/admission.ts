@@ -34,6 +34,10 @@ export function routeGate(name: string, options: GateOptions): RouteGate {
     busyMessage: (reason) => `Too many ${name} requests at once (${reason}); retry shortly.`,
     onRefused: (reason) => countShed(name, reason),
   });
+  // Every series of the gate exists from the start, so its first refusal shows as a rate.
+  for (const reason of Object.values(SHED_REASONS)) {
+    httpRequestsShed.inc({ route_group: name, reason }, 0);
+  }
   return async function admit(ctx: Context, next: Next) {
     const release = await gate.acquire({
       signal: requestSignal(ctx),
@@ -86,6 +90,7 @@ export interface RateLimit {
 /** Koa middleware: at most `points` requests per window per client, else 429 with Retry-After. */
 export function rateLimit(options: RateLimitOptions): RateLimit {
   const refusalMessage = `Too many ${options.name} requests from this client; see Retry-After.`;
+  httpRequestsShed.inc({ route_group: options.name, reason: 'rate_limited' }, 0);
   if (options.points <= 0) {
     const unlimited = async (_ctx: Context, next: Next) => {
       await next();

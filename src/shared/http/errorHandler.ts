@@ -36,7 +36,16 @@ const CODES_BY_STATUS: Record<number, string> = {
   415: 'unsupported_media_type',
   422: 'unprocessable',
   429: 'rate_limited',
+  501: 'not_implemented',
   503: 'dependency_unavailable',
+};
+
+/** Messages of the answers the router gives without a body. */
+const NO_BODY_MESSAGES: Record<number, (ctx: Context) => string> = {
+  404: (ctx) => `No route for ${ctx.method} ${ctx.path}`,
+  405: (ctx) =>
+    `${ctx.method} is not allowed on ${ctx.path}; allowed: ${ctx.response.get('Allow')}`,
+  501: (ctx) => `Method ${ctx.method} is not implemented`,
 };
 
 function isDatabaseUnavailable(error: unknown): boolean {
@@ -110,12 +119,15 @@ export function errorHandler(logger: Logger) {
   return async function handleErrors(ctx: Context, next: Next) {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
-        ctx.status = 404;
+      // What answered without a body (no route: 404; the router's 405 with Allow, 501 for a
+      // method no route knows) still answers in the contract's shape.
+      if (ctx.status >= 400 && ctx.body == null) {
+        const status = ctx.status;
+        ctx.status = status;
         ctx.body = {
           error: {
-            code: 'not_found',
-            message: `No route for ${ctx.method} ${ctx.path}`,
+            code: CODES_BY_STATUS[status] ?? 'bad_request',
+            message: NO_BODY_MESSAGES[status]?.(ctx) ?? ctx.message,
             details: [],
           },
         } satisfies ErrorBody;

@@ -1,5 +1,6 @@
 import type { Context, Next } from 'koa';
 import { newsSentimentRequestSchema } from '../../../data/routes/newsSentiment/schema.ts';
+import { idempotencyHeaders } from '../../../data/signals/idempotency.ts';
 import { successSchema } from '../account/schema.ts';
 import { UnauthorizedError } from '../../../shared/errors.ts';
 import { networkMatcher } from '../../../shared/http/clientAddress.ts';
@@ -50,15 +51,18 @@ export function registerNewsSentimentForward(
       tags: ['signals'],
       security: forwardSecurity,
       before: [trustedOrBearer(deps.trustedNetworks)],
+      headers: idempotencyHeaders,
       body: newsSentimentRequestSchema,
       responses: { 200: { description: 'Stored (or already stored)', schema: successSchema } },
-      errors: [400, 401, 403, 415, 503],
-      handler: async (ctx) => {
-        // The caller's JSON as sent: the data module validates and reads it (its naive zone).
+      errors: [400, 401, 403, 415, 422, 503],
+      handler: async (ctx, { headers }) => {
+        // The caller's JSON as sent: the data module validates and reads it (its naive zone),
+        // and keeps its Idempotency-Key (per token: the API's own for trusted callers).
         const answer = await deps.data.forward(
           DATA_ROUTE,
           ctx.request.body,
           ctx.get('authorization') || undefined,
+          headers['Idempotency-Key'],
         );
         ctx.status = answer.status;
         ctx.set(answer.headers);

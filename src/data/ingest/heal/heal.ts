@@ -102,6 +102,8 @@ export async function healCurrency(
     } finally {
       await db.query(`SELECT pg_advisory_unlock(hashtext('heal:' || $1))`, [code]);
     }
+    // Every exchange asked has its series, at 0 until it fills a minute.
+    for (const { name } of sources) healFilledCandles.inc({ source: name }, 0);
     for (const [source, filled] of Object.entries(result.bySource)) {
       healFilledCandles.inc({ source }, filled);
     }
