@@ -311,6 +311,8 @@ export class RouteRegistry {
       }
       for (const status of new Set([
         ...(spec.body || spec.query || spec.params ? [400] : []),
+        // The shared body parser's answers: over its size limit, or not the route's media type.
+        ...(spec.body ? [413, 415] : []),
         ...(spec.errors ?? []),
       ])) {
         responses[String(status)] ??= responseObject(
