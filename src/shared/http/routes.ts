@@ -265,6 +265,20 @@ export class RouteRegistry {
     );
   }
 
+  /**
+   * The router's name of the route a request goes to (`/data/currency/history/:code`), for a
+   * request refused before the router runs (a body that does not parse), so that its metrics
+   * and log line name the route all the same.
+   */
+  routeOf(method: string, path: string): string | undefined {
+    const spec = this.routes.find(
+      (r) =>
+        r.method.toUpperCase() === method &&
+        new RegExp(`^${pathPattern(r.path)}/?$`, 'i').test(path),
+    );
+    return spec && toRouterPath(spec.path);
+  }
+
   /** Whether the request goes to a route that reads its body stream itself. */
   takesRawBody(method: string, path: string): boolean {
     return this.rawBodyRoutes.some((r) => r.method === method && r.pattern.test(path));
