@@ -8,6 +8,7 @@ import { loadUnit, type UnitSpec } from '../../src/data/ingest/loader.ts';
 import type { Candle, ReadBatch } from '../../src/data/ingest/types.ts';
 import { insertCandles } from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
+import { eventually } from '../support/wait.ts';
 import { MINUTE, tempDir } from './fixtures.ts';
 
 // The loader decides per row, from the stored span of each currency looked at before the first
@@ -184,11 +185,11 @@ describe('units read row by row', () => {
   const t0 = Date.UTC(2021, 4, 1);
 
   /**
-   * A unit of `minutes` of one currency that counts how often it is read. With `raced`, its
-   * first pass has another connection store that minute (committed) after the first batch,
-   * before the unit writes it: the row was outside every stored span at the look.
+   * A unit of `minutes` of one currency that counts how often it is read. With `race`, its
+   * first pass runs it after the first batch, before the unit writes anything: another writer
+   * storing a row the look at the stored spans did not see.
    */
-  function countedUnit(code: string, minutes: number[], label: string, raced?: number) {
+  function countedUnit(code: string, minutes: number[], label: string, race?: () => Promise<void>) {
     let passes = 0;
     const candle = (m: number, line: number): Candle => ({
       code,
@@ -215,7 +216,7 @@ describe('units read row by row', () => {
         passes++;
         const half = Math.floor(minutes.length / 2);
         yield batchOf(minutes.slice(0, half), 0);
-        if (passes === 1 && raced !== undefined) await store(code, t0, [raced]);
+        if (passes === 1 && race) await race();
         yield batchOf(minutes.slice(half), half);
       },
     };
@@ -249,7 +250,9 @@ describe('units read row by row', () => {
   });
 
   test('a row stored by another writer before the direct COPY reaches it: redone, it wins', async () => {
-    const { unit, passes } = countedUnit('ATOM', range(0, 40), 'raced-direct', 30);
+    const { unit, passes } = countedUnit('ATOM', range(0, 40), 'raced-direct', () =>
+      store('ATOM', t0, [30]),
+    );
     const result = await load(unit);
     expect(result).toMatchObject({ status: 'loaded', inserted: 39, duplicates: 1, path: 'merge' });
     expect(passes()).toBe(2);
@@ -262,7 +265,9 @@ describe('units read row by row', () => {
     // NEAR holds minutes 0 and 5, so the unit's first row is inside the span and everything is
     // staged; minutes past 5 are certainly new at the look, and the race stores minute 35.
     await store('NEAR', t0, [0, 5]);
-    const { unit } = countedUnit('NEAR', range(0, 40), 'raced-staged', 35);
+    const { unit } = countedUnit('NEAR', range(0, 40), 'raced-staged', () =>
+      store('NEAR', t0, [35]),
+    );
     const result = await load(unit);
     expect(result).toMatchObject({ status: 'loaded', inserted: 37, duplicates: 3, path: 'merge' });
     const stored = [0, 5, 35];
@@ -272,6 +277,76 @@ describe('units read row by row', () => {
     expect(
       await allMarked(
         'NEAR',
+        t0,
+        range(0, 40).filter((m) => !stored.includes(m)),
+      ),
+    ).toBe(true);
+  });
+  test('a row repeated inside the stored span: stored once, the unit redone checked', async () => {
+    // FIL holds minutes 0 and 10: every row is staged as possibly stored, and minute 5 twice.
+    await store('FIL', t0, [0, 10]);
+    const { unit, passes } = countedUnit('FIL', [...range(0, 6), ...range(5, 11)], 'repeat-span');
+    expect(await load(unit)).toMatchObject({
+      status: 'loaded',
+      read: 12,
+      inserted: 9,
+      duplicates: 3,
+      path: 'merge',
+    });
+    expect(passes()).toBe(2);
+    expect(await table('FIL', t0)).toEqual(
+      range(0, 11).map((m) => (m === 0 || m === 10 ? [m, 1000 + m, 'stored'] : [m, m + 1, 'csv'])),
+    );
+    expect(await allMarked('FIL', t0, range(1, 10))).toBe(true);
+  });
+
+  test('a row another writer commits while the merge waits for it: redone, it wins', async () => {
+    // APT holds minutes 0 and 39, so every row is matched against the stored ones. Another
+    // transaction stores minute 20 and commits only once the merge waits for its row lock: the
+    // merge's snapshot did not see the row, its insert meets it.
+    await store('APT', t0, [0, 39]);
+    const other = await connect();
+    const connection = await connect();
+    const loaderPid = (connection.client as unknown as { processID: number }).processID;
+    const { unit, passes } = countedUnit('APT', range(0, 40), 'raced-merge', async () => {
+      await other.client.query('BEGIN');
+      await other.client.query(
+        `INSERT INTO price_observations (currency_code, time, open, high, low, close, volume, source)
+         VALUES ('APT', $1, 1020, 1020, 1020, 1020, 0, 'stored')`,
+        [new Date(t0 + 20 * MINUTE)],
+      );
+    });
+    try {
+      const loading = loadUnit(connection.client, unit);
+      await eventually(
+        async () =>
+          (await runtime.pool.oneFirst(
+            sql.type(z.object({ waiting: z.boolean() }))`
+              SELECT count(*) > 0 AS waiting FROM pg_stat_activity
+              WHERE pid = ${loaderPid} AND wait_event_type = 'Lock'`,
+          )) === true,
+        60_000,
+        'the merge to wait for the other writer',
+      );
+      await other.client.query('COMMIT');
+      expect(await loading).toMatchObject({
+        status: 'loaded',
+        inserted: 37,
+        duplicates: 3,
+        path: 'merge',
+      });
+    } finally {
+      await other.release();
+      await connection.release();
+    }
+    expect(passes()).toBe(2);
+    const stored = [0, 20, 39];
+    expect(await table('APT', t0)).toEqual(
+      range(0, 40).map((m) => (stored.includes(m) ? [m, 1000 + m, 'stored'] : [m, m + 1, 'csv'])),
+    );
+    expect(
+      await allMarked(
+        'APT',
         t0,
         range(0, 40).filter((m) => !stored.includes(m)),
       ),

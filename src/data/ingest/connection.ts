@@ -31,6 +31,34 @@ export function dedicatedConnection(url: string): Connect {
   };
 }
 
+/**
+ * One connection kept for a sequence of units loaded one after the other (a worker's archives):
+ * a new session per unit pays the server's process start and its catalog caches (the
+ * hypertable's chunks) every time. A unit that fails with an error it passes to `release` drops
+ * the connection, and the next unit opens another. `close` ends the kept one.
+ */
+export function keptConnection(connect: Connect): { connect: Connect; close(): Promise<void> } {
+  let kept: Connection | null = null;
+  return {
+    connect: async () => {
+      const connection = kept ?? (await connect());
+      kept = null;
+      return {
+        client: connection.client,
+        release: async (error?: Error) => {
+          if (error) await connection.release(error);
+          else kept = connection;
+        },
+      };
+    },
+    close: async () => {
+      const connection = kept;
+      kept = null;
+      await connection?.release();
+    },
+  };
+}
+
 /** A connection borrowed from a pool (short loads such as the bulk HTTP route). */
 export function pooledConnection(pool: pg.Pool): Connect {
   return async () => {

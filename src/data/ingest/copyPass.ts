@@ -32,6 +32,14 @@ export interface PassStats {
   rejections: Rejection[];
   /** Ranges of the certainly new rows; mergeStage reports those of the others it inserted. */
   certainRanges: RangeTracker;
+  /** Codes and time window of the possibly stored rows: what mergeStage matches them against. */
+  maybeWindow: MaybeWindow | null;
+}
+
+export interface MaybeWindow {
+  codes: Set<string>;
+  fromUs: number;
+  toUs: number;
 }
 
 export interface PassOptions {
@@ -57,6 +65,7 @@ export async function copyPass(
     rejected: 0,
     rejections: [],
     certainRanges: new RangeTracker(),
+    maybeWindow: null,
   };
   const cursor = new ValidRows(rows, stats, options);
   const first = await cursor.peek();
@@ -123,12 +132,29 @@ async function* stagedRows(
       stats.stagedCertain++;
     } else {
       stats.stagedMaybe++;
+      widen(stats, candle);
     }
     stats.copied++;
     cursor.advance();
     if (encoder.full) yield encoder.take();
   }
   yield encoder.finish();
+}
+
+/** Extends the window of the possibly stored rows to this one. */
+function widen(stats: PassStats, candle: Candle): void {
+  const window = stats.maybeWindow;
+  if (!window) {
+    stats.maybeWindow = {
+      codes: new Set([candle.code]),
+      fromUs: candle.timeUs,
+      toUs: candle.timeUs,
+    };
+    return;
+  }
+  window.codes.add(candle.code);
+  if (candle.timeUs < window.fromUs) window.fromUs = candle.timeUs;
+  else if (candle.timeUs > window.toUs) window.toUs = candle.timeUs;
 }
 
 /**

@@ -19,10 +19,11 @@ import type { LoadPath, RowSource, UnitResult } from './types.ts';
 //   hypertable: one pass at the speed of psql's \copy (path `direct` when all rows go so);
 // - merge: from the first row that might collide, the rest is COPYed into a temporary staging
 //   table, then moved on (mergeStage.ts): rows outside the stored span by a plain INSERT, the
-//   others by INSERT … ON CONFLICT (currency_code, time) DO NOTHING (path `merge`).
+//   others by an anti-join against the stored rows and a plain INSERT of the unmatched (path
+//   `merge`).
 // A unique violation (a row stored meanwhile by another writer, or repeated within the unit)
-// rolls the transaction back and the unit is redone with every row checked; the source is read
-// again.
+// rolls the transaction back and the unit is redone with every row checked by INSERT … ON
+// CONFLICT (currency_code, time) DO NOTHING; the source is read again.
 //
 // Conflict rule: the row already stored wins. Loading the same data twice adds nothing and never
 // rewrites history that rollups and clients have already seen; a correction is a delete of the
@@ -88,7 +89,7 @@ export async function loadUnit(
       const spans = checkEveryRow
         ? StoredSpans.unknown()
         : await StoredSpans.read(client, unit.expected);
-      const result = await loadOnce(client, unit, spans, options, progress.report);
+      const result = await loadOnce(client, unit, spans, checkEveryRow, options, progress.report);
       await client.query(result.status === 'loaded' ? 'COMMIT' : 'ROLLBACK');
       // A loaded unit's counts committed with it (loadOnce); a rejected one's refused rows
       // count too, though nothing of it was written.
@@ -119,6 +120,7 @@ async function loadOnce(
   client: pg.ClientBase,
   unit: UnitSpec,
   spans: StoredSpans,
+  checkEveryRow: boolean,
   options: LoadOptions,
   report: (rows: number, bytes: number) => void,
 ): Promise<UnitResult> {
@@ -142,7 +144,7 @@ async function loadOnce(
   }
   unit.verify?.();
   const { inserted, ranges } = staged
-    ? await mergeStage(client, stats)
+    ? await mergeStage(client, stats, { checkEachInsert: checkEveryRow })
     : { inserted: stats.direct, ranges: stats.certainRanges.ranges() };
   await markTouchedRangesOnClient(client, ranges);
   const result: UnitResult = {

@@ -1,4 +1,4 @@
-import type { Connect } from '../connection.ts';
+import { keptConnection, type Connect } from '../connection.ts';
 import type { BinanceKlineClient } from '../exchange/binanceKlines.ts';
 import { importExchangeSlice, planSlices, sliceKey } from '../exchange/exchangeBackfill.ts';
 import { intervalMs } from '../exchange/intervals.ts';
@@ -132,7 +132,7 @@ export async function backfillFromArchives(
 
   const sequential = job.sequential || job.newestFirst;
   let failure: { error: unknown } | undefined;
-  const work = async () => {
+  const work = async (connect: Connect) => {
     while (queue.length > 0 && !failure) {
       const part = queue.shift() as ArchivePart;
       if (part.kind === 'rest') {
@@ -164,14 +164,21 @@ export async function backfillFromArchives(
         queue.unshift(...(await partsInstead(clients, job, part, queue, progress, candlesOf)));
         continue;
       }
-      await loadArchive(clients.connect, job, part, archive, outcome, progress, candlesOf(part));
+      await loadArchive(connect, job, part, archive, outcome, progress, candlesOf(part));
     }
   };
-  const worker = () =>
-    work().catch((error: unknown) => {
+  const worker = async () => {
+    // Each load keeps its connection from one archive to the next.
+    const session = keptConnection(clients.connect);
+    try {
+      await work(session.connect);
+    } catch (error) {
       // The other loads finish their archive (each commits whole or not at all), then stop.
       failure ??= { error };
-    });
+    } finally {
+      await session.close();
+    }
+  };
   await Promise.all(Array.from({ length: sequential ? 1 : PARALLEL_LOADS }, worker));
   if (failure) throw failure.error;
   return outcome;
