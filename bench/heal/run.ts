@@ -11,10 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { shippedCurrencies, upsertCurrencies } from '../../src/data/currencies/catalog.ts';
-import { withDefaultUser } from '../../src/shared/config.ts';
-import { migrate } from '../../src/shared/db/migrate.ts';
 import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import { FakeBinance } from '../../test/ingest/fakeBinance.ts';
+import { benchDatabaseUrl, dropBenchDatabase, recreateDatabase } from '../shared/databases.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const GOAL_SECONDS = 60;
@@ -23,10 +22,7 @@ const HOUR = 60 * MINUTE;
 const HISTORY_HOURS = 70;
 const OUTAGE_HOURS = 6;
 const DB = 'bench_heal';
-const server = new URL(
-  withDefaultUser(process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres'),
-);
-const dbUrl = Object.assign(new URL(server), { pathname: `/${DB}` }).toString();
+const dbUrl = benchDatabaseUrl(DB);
 
 async function query<R extends pg.QueryResultRow>(url: string, text: string, values?: unknown[]) {
   const client = new pg.Client({ connectionString: url });
@@ -40,9 +36,7 @@ async function query<R extends pg.QueryResultRow>(url: string, text: string, val
 
 /** 70 hours of one-minute observations per currency, without the 6 hours of the outage. */
 async function prepare(now: number, outage: { from: number; to: number }) {
-  await query(server.toString(), `DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-  await query(server.toString(), `CREATE DATABASE ${DB}`);
-  await migrate(dbUrl);
+  await recreateDatabase(DB);
   const pool = await createDatabasePool(dbUrl, { maxPoolSize: 1 });
   try {
     await upsertCurrencies(
@@ -127,7 +121,7 @@ async function main() {
     if (check?.filled !== expected || check.twice !== 0 || check.open !== 0) process.exitCode = 1;
   } finally {
     await fake.stop();
-    await query(server.toString(), `DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
+    await dropBenchDatabase(DB);
   }
 }
 

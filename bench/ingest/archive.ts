@@ -15,7 +15,8 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
-import { count, dropDatabase, freshDatabase, out as benchOut, root } from './common.ts';
+import { count, freshDatabase, out as benchOut, root } from './common.ts';
+import { dropBenchDatabase } from '../shared/databases.ts';
 
 const out = join(benchOut, 'archive');
 const ROWS = Number(process.env.BENCH_ROWS ?? 2_000_000);
@@ -181,7 +182,7 @@ async function viaArchive(c: Case, archiveUrl: string) {
   );
   const seconds = (performance.now() - started) / 1000;
   const rows = await count(url);
-  await dropDatabase(name);
+  await dropBenchDatabase(name);
   return { seconds, rows, command: `platform ${args.join(' ')}` };
 }
 
@@ -202,7 +203,7 @@ async function viaPsql(c: Case) {
   ]);
   const seconds = (performance.now() - started) / 1000;
   const rows = await count(url);
-  await dropDatabase(name);
+  await dropBenchDatabase(name);
   return { seconds, rows };
 }
 

@@ -5,7 +5,7 @@ import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { benchDatabaseUrl, onServer, recreateDatabase } from '../shared/databases.ts';
+import { benchDatabaseUrl, recreateDatabase } from '../shared/databases.ts';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const out = join(root, 'bench', 'out');
@@ -56,10 +56,6 @@ export async function freshDatabase(name: string): Promise<string> {
     [CODES],
   );
   return dbUrl(name);
-}
-
-export async function dropDatabase(name: string): Promise<void> {
-  await onServer((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
 export async function query(url: string, text: string, values: unknown[] = []) {

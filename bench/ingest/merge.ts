@@ -15,16 +15,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import {
-  CODES,
-  count,
-  dropDatabase,
-  freshDatabase,
-  generateCsv,
-  query,
-  root,
-  START_MS,
-} from './common.ts';
+import { CODES, count, freshDatabase, generateCsv, query, root, START_MS } from './common.ts';
+import { dropBenchDatabase } from '../shared/databases.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const FAST_ROWS = Number(process.env.BENCH_FAST_ROWS ?? 2_000_000);
@@ -152,7 +144,7 @@ async function compare(c: Case) {
       console.log(
         `  ${c.label} round ${round} ${side}: ${seconds.toFixed(2)} s (load ${loadavg()[0]?.toFixed(1)})`,
       );
-      await dropDatabase(name);
+      await dropBenchDatabase(name);
     }
   }
   const p = median(platform);

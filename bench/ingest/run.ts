@@ -7,16 +7,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import {
-  CODES,
-  count,
-  dropDatabase,
-  freshDatabase,
-  generateCsv,
-  out,
-  root,
-  csvPathFor,
-} from './common.ts';
+import { CODES, count, freshDatabase, generateCsv, out, root, csvPathFor } from './common.ts';
+import { dropBenchDatabase } from '../shared/databases.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 5_000_000);
 const NAIVE_SAMPLE = Number(process.env.BENCH_NAIVE_ROWS ?? 20_000);
@@ -41,7 +33,7 @@ async function viaBackfill() {
   const summary = JSON.parse(run.stdout) as { inserted: number; seconds: number };
   const rssKb = Number(/maxrss_kb=(\d+)/.exec(run.stderr)?.[1]);
   const stored = await count(url);
-  await dropDatabase('bench_ingest_backfill');
+  await dropBenchDatabase('bench_ingest_backfill');
   return { seconds, loadSeconds: summary.seconds, rows: stored, rssMb: rssKb / 1024 };
 }
 
@@ -61,7 +53,7 @@ async function viaPsql() {
   ]);
   const seconds = (performance.now() - started) / 1000;
   const stored = await count(url);
-  await dropDatabase('bench_ingest_psql');
+  await dropBenchDatabase('bench_ingest_psql');
   return { seconds, rows: stored };
 }
 
@@ -91,7 +83,7 @@ async function viaNaiveInserts() {
   const seconds = (performance.now() - started) / 1000;
   await client.end();
   const stored = await count(url);
-  await dropDatabase('bench_ingest_naive');
+  await dropBenchDatabase('bench_ingest_naive');
   return { seconds, rows: stored };
 }
 

@@ -17,12 +17,11 @@ import { priceTickPayloads, PRICE_TICKS_CHANNEL } from '../../src/data/prices/pr
 import { createDataService } from '../../src/data/service.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import { createApiService } from '../../src/api/service.ts';
-import { loadConfig, withDefaultUser } from '../../src/shared/config.ts';
-import { ensureDatabase } from '../../src/shared/db/ensureDatabase.ts';
-import { migrate } from '../../src/shared/db/migrate.ts';
+import { loadConfig } from '../../src/shared/config.ts';
 import { listen } from '../../src/shared/http/server.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
+import { dropBenchDatabase, recreateDatabase } from '../shared/databases.ts';
 
 const CLIENT_COUNTS = (process.env.BENCH_CLIENTS ?? '1000,5000').split(',').map(Number);
 const TICKS = Number(process.env.BENCH_TICKS ?? 10);
@@ -32,16 +31,10 @@ const TICK_SPACING_MS = 2500; // longer than the 1 s coalescing window: every ti
 /** Client processes sharing the N connections (the API keeps this process to itself). */
 const CLIENT_PROCESSES = Number(process.env.BENCH_CLIENT_PROCESSES ?? 2);
 
-const adminUrl = withDefaultUser(
-  process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres',
-);
-const url = new URL(adminUrl);
-url.pathname = `/bench_live_${process.pid}`;
-
-await ensureDatabase(url.toString());
-await migrate(url.toString());
+const DB = `bench_live_${process.pid}`;
+const url = await recreateDatabase(DB);
 const config = loadConfig({
-  DATABASE_URL: url.toString(),
+  DATABASE_URL: url,
   LOG_LEVEL: 'silent',
   SESSION_KEYS: 'bench-session-key-0123456789abcdef0123456789',
 });
@@ -56,7 +49,7 @@ const service = createApiService(runtime, { dataUrl: data.url, dataToken: token 
 const api = await listen(service.app, '127.0.0.1', 0);
 service.live.attach(api.server);
 
-const notifier = new pg.Client({ connectionString: url.toString() });
+const notifier = new pg.Client({ connectionString: url });
 await notifier.connect();
 let price = 100;
 
@@ -222,9 +215,4 @@ await service.live.close();
 await api.close(1000);
 await data.close(1000);
 await runtime.close();
-const admin = new pg.Client({ connectionString: adminUrl });
-await admin.connect();
-await admin.query(
-  `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(url.pathname.slice(1))} WITH (FORCE)`,
-);
-await admin.end();
+await dropBenchDatabase(DB);

@@ -20,7 +20,7 @@ import { createRuntime } from '../../src/shared/runtime.ts';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CONNECTIONS = Number(process.env.REFUSAL_CONNECTIONS ?? 100);
 const SECONDS = Number(process.env.REFUSAL_SECONDS ?? 10);
-const DB = 'bench_load_refusal';
+const DB = process.env.REFUSAL_DATABASE ?? 'bench_load_refusal';
 const dbUrl = benchDatabaseUrl(DB);
 
 interface AutocannonResult {

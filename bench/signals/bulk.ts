@@ -3,14 +3,11 @@
 // Run with `npm run bench:signals`; it works in a throw-away database and drops it at the end.
 
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { sql } from 'slonik';
 import { generateCurrencies } from '../../src/data/currencies/generator.ts';
 import { createDataService } from '../../src/data/service.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
-import { loadConfig, withDefaultUser } from '../../src/shared/config.ts';
-import { ensureDatabase } from '../../src/shared/db/ensureDatabase.ts';
-import { migrate } from '../../src/shared/db/migrate.ts';
+import { loadConfig } from '../../src/shared/config.ts';
 import { listen } from '../../src/shared/http/server.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createRuntime } from '../../src/shared/runtime.ts';
@@ -19,29 +16,15 @@ import {
   predictionRequest,
   trainingSessionRequest,
 } from '../../test/support/signals.ts';
+import { dropBenchDatabase, recreateDatabase } from '../shared/databases.ts';
 
 const SINGLE_REQUESTS = 500;
 const BULK_ITEMS = 10_000;
 const BULK_REQUESTS = 3;
 
-const adminUrl = withDefaultUser(
-  process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres',
-);
-const url = new URL(adminUrl);
-url.pathname = `/bench_signals_${process.pid}`;
-
-async function dropDatabase() {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  await client.query(
-    `DROP DATABASE IF EXISTS ${pg.escapeIdentifier(url.pathname.slice(1))} WITH (FORCE)`,
-  );
-  await client.end();
-}
-
-await ensureDatabase(url.toString());
-await migrate(url.toString());
-const config = loadConfig({ DATABASE_URL: url.toString(), LOG_LEVEL: 'silent' });
+const DB = `bench_signals_${process.pid}`;
+const url = await recreateDatabase(DB);
+const config = loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent' });
 const runtime = await createRuntime(config, createLogger('silent'));
 await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
 const { token } = await createToken(runtime.pool, 'bench', ['read', 'write']);
@@ -126,4 +109,4 @@ console.log(
 
 await server.close();
 await runtime.close();
-await dropDatabase();
+await dropBenchDatabase(DB);

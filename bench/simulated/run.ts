@@ -11,27 +11,14 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { withDefaultUser } from '../../src/shared/config.ts';
+import { benchDatabaseUrl, createEmptyDatabase, dropBenchDatabase } from '../shared/databases.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const GOAL_SECONDS = 120;
 const HOURS = 720;
 const DB = 'bench_simulated_history';
-const server = new URL(
-  withDefaultUser(process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres'),
-);
-const dbUrl = Object.assign(new URL(server), { pathname: `/${DB}` }).toString();
+const dbUrl = benchDatabaseUrl(DB);
 const port = 20_000 + (process.pid % 20_000);
-
-async function admin(statement: string) {
-  const client = new pg.Client({ connectionString: server.toString() });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
 
 interface Candle {
   timestamp: string;
@@ -39,8 +26,7 @@ interface Candle {
 }
 
 async function main() {
-  await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-  await admin(`CREATE DATABASE ${DB}`);
+  await createEmptyDatabase(DB);
   const load = loadavg().map((n) => n.toFixed(1));
   const started = Date.now();
   const child = spawn(process.execPath, [join(root, 'bin/platform.mjs'), 'start'], {
@@ -118,7 +104,7 @@ async function main() {
   } finally {
     child.kill('SIGTERM');
     await once(child, 'exit');
-    await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
+    await dropBenchDatabase(DB);
   }
 }
 

@@ -15,12 +15,11 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import { sql } from 'slonik';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
-import { withDefaultUser } from '../../src/shared/config.ts';
 import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import { startDataProcess, type DataProcess } from '../history/dataProcess.ts';
+import { benchDatabaseUrl, createEmptyDatabase } from '../shared/databases.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -35,24 +34,13 @@ const SECONDS = Number(args.seconds);
 const CONNECTIONS = Number(args.connections);
 
 const root = new URL('../..', import.meta.url).pathname;
-const server = new URL(
-  withDefaultUser(process.env.BENCH_DATABASE_URL ?? 'postgres://127.0.0.1:5432/postgres'),
-);
 const DB = 'bench_snapshot';
-const dbUrl = Object.assign(new URL(server), { pathname: `/${DB}` }).toString();
+const dbUrl = benchDatabaseUrl(DB);
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(1))
     .join(' ');
-
-async function freshDatabase() {
-  const admin = new pg.Client({ connectionString: server.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${DB}`);
-  await admin.end();
-}
 
 /** Current snapshots of every coin and a day of minute prices for a few (the 24-hour figures). */
 async function seed(token: { value: string }) {
@@ -122,7 +110,7 @@ async function main() {
   const servers: DataProcess[] = [];
   let failed = false;
   try {
-    await freshDatabase();
+    await createEmptyDatabase(DB);
     execFileSync('git', ['-C', root, 'worktree', 'add', '--detach', worktree, args.baseline], {
       stdio: 'ignore',
     });

@@ -17,7 +17,7 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'n
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { onServer, recreateDatabase } from '../shared/databases.ts';
+import { dropBenchDatabase, recreateDatabase } from '../shared/databases.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -157,11 +157,7 @@ async function main() {
     row('`--help`', 'CPU, whole command', (r) => r.cpu, helps);
     row('`--help`', 'wall, whole command', (r) => r.wall, helps);
   } finally {
-    await onServer(async (client) => {
-      for (const name of Object.values(names)) {
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      }
-    });
+    for (const name of Object.values(names)) await dropBenchDatabase(name);
     execFileSync('git', ['-C', root, 'worktree', 'remove', '--force', worktree], {
       stdio: 'ignore',
     });

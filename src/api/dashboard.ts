@@ -74,6 +74,7 @@ function dashboardAssets(): Map<string, Asset> {
     ['/app/format.js', asset(inPublic('format.js'))],
     ['/app/flash.js', asset(inPublic('flash.js'))],
     ['/app/markets.js', asset(inPublic('markets.js'))],
+    ['/app/notices.js', asset(inPublic('notices.js'))],
     ['/app/portfolio.js', asset(inPublic('portfolio.js'))],
     ['/app/styles.css', asset(inPublic('styles.css'))],
     ['/app/favicon.svg', asset(inPublic('favicon.svg'))],

@@ -30,6 +30,8 @@ export function historyRateLimit(config: Config) {
     // signature check here): such a request is judged after its session is read.
     key: (ctx) =>
       ctx.cookies.get(SESSION_COOKIE, { signed: true }) === undefined ? ctx.ip : undefined,
+    // Without cookies there is no session: anonymous.
+    cookielessKey: (clientAddress) => clientAddress,
   };
   function limitHistory(ctx: Context, next: Next) {
     return currentUserId(ctx) === undefined ? anonymous(ctx, next) : signedIn(ctx, next);

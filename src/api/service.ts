@@ -129,6 +129,8 @@ export function createApiService(runtime: Runtime, options: ApiServiceOptions = 
     // Metrics name routes, outcomes and load: not for the public port (the ops listener has them).
     metrics: false,
     earlyRefusalMiddleware: [cors],
+    // What the CORS middleware gives a request without Origin.
+    earlyRefusalHeaders: [['Vary', 'Origin']],
     middleware: (app) => [
       authorizeErrorShape,
       cors,

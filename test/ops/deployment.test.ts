@@ -437,6 +437,11 @@ describe('Grafana provisioning', () => {
       'rollup_lag_seconds',
       'socketio_connected_clients',
       'harvest_source_last_success_timestamp_seconds',
+      'database_replica_lag_seconds',
+      'database_replica_lag_bytes',
+      'database_replica_in_use',
+      'database_routed_reads_total',
+      'database_replica_fallbacks_total',
     ]) {
       expect(exprs).toContain(metric);
     }

@@ -1,9 +1,10 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ADMIN_URL } from './database.ts';
+import { claimRunOwnership } from './replicaOwner.ts';
+import { dropLeftoverSlots, removeStaleReplicas } from './staleReplicas.ts';
 import {
   createStreamingReplica,
-  dropLeftoverSlots,
   removeReplica,
   replicaUnsupported,
   type ReplicaCluster,
@@ -18,10 +19,18 @@ import { eventually } from './wait.ts';
 /** Where the run keeps its replica's state (set by the global setup). */
 const STATE_ENV = 'TEST_REPLICA_STATE_DIR';
 
-/** Global setup: where this run's replica will be noted; slots of crashed runs are dropped. */
+/**
+ * Global setup: where this run's replica will be noted, and this process as its owner; the
+ * replicas and slots of runs that died without their teardown are removed.
+ */
 export async function prepareReplicaState(dir: string) {
   process.env[STATE_ENV] = dir;
-  if (!replicaUnsupported()) await dropLeftoverSlots(ADMIN_URL);
+  claimRunOwnership();
+  if (replicaUnsupported()) return;
+  for (const home of await removeStaleReplicas(ADMIN_URL)) {
+    process.stderr.write(`\nglobal setup: removed ${home}, the replica of a test run that died\n`);
+  }
+  await dropLeftoverSlots(ADMIN_URL);
 }
 
 function stateDir(): string {

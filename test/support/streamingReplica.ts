@@ -1,30 +1,55 @@
 import { execFile } from 'node:child_process';
-import { appendFileSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { hostFacts } from '../../src/shared/provision.ts';
+import { ownedSlotName, runOwner, type RunOwner } from './replicaOwner.ts';
 
 // A physical streaming replica of the test server on this machine, made the way an operator
 // makes one: pg_basebackup -R from the primary into a fresh data directory, started as its own
 // cluster on a free port (as root on Debian, where the server's binaries and the postgres user
 // are known). The primary is never restarted: at most a `host replication` line is added to its
-// pg_hba.conf and the configuration reloaded.
+// pg_hba.conf and the configuration reloaded. Each replica lives in a directory of its own
+// (platform-test-replica-*) whose owner.json, written before anything else, names the test run
+// it belongs to: a later run stops and removes it if that run died (staleReplicas.ts).
 
 const run = promisify(execFile);
 
 export interface ReplicaCluster {
   port: number;
+  /** The replica's own directory: owner.json and the data directory. */
+  home: string;
   dataDir: string;
   binDir: string;
   /** The physical replication slot on the primary that keeps the WAL the replica still needs. */
   slot: string;
 }
 
-/** Prefix of the replicas' slots: the global setup drops inactive leftovers of crashed runs. */
+/** Prefix of the replicas' slots: a run drops those of dead runs (staleReplicas.ts). */
 export const SLOT_PREFIX = 'platform_test_replica_';
+/** Prefix of the replicas' directories in the temporary directory. */
+export const HOME_PREFIX = 'platform-test-replica-';
+
+/** What owner.json says: whose replica it is, and what stopping and removing it takes. */
+export interface ReplicaRecord {
+  owner: RunOwner;
+  slot: string;
+  binDir: string;
+  dataDir: string;
+}
+
+export const ownerFile = (home: string) => join(home, 'owner.json');
 
 /** Why no replica can be made here, or undefined when one can. */
 export function replicaUnsupported(): string | undefined {
@@ -36,19 +61,30 @@ export function replicaUnsupported(): string | undefined {
   );
 }
 
-/** Makes and starts a replica of the server behind `adminUrl` (its `postgres` database). */
-export async function createStreamingReplica(adminUrl: string): Promise<ReplicaCluster> {
+/**
+ * Makes and starts a replica of the server behind `adminUrl` (its `postgres` database), owned by
+ * `owner` (the test run, by default).
+ */
+export async function createStreamingReplica(
+  adminUrl: string,
+  owner: RunOwner = runOwner(),
+): Promise<ReplicaCluster> {
   const primary = new URL(adminUrl);
   const settings = await primarySettings(adminUrl);
   const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), 'platform-test-replica-'));
-  const slot = `${SLOT_PREFIX}${port}_${process.pid}`;
+  const home = mkdtempSync(join(tmpdir(), HOME_PREFIX));
+  chmodSync(home, 0o711); // the postgres user reaches its data directory inside
+  const dataDir = join(home, 'data');
+  const slot = ownedSlotName(SLOT_PREFIX, owner, port);
+  const record: ReplicaRecord = { owner, slot, binDir: settings.binDir, dataDir };
+  writeFileSync(ownerFile(home), JSON.stringify(record));
   const [uid, gid] = await postgresIds();
+  mkdirSync(dataDir, { mode: 0o700 });
   chownSync(dataDir, uid, gid);
   try {
     await baseBackup(settings.binDir, primary, dataDir, slot, adminUrl);
   } catch (error) {
-    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(home, { recursive: true, force: true });
     await dropSlot(adminUrl, slot);
     throw error;
   }
@@ -60,7 +96,7 @@ export async function createStreamingReplica(adminUrl: string): Promise<ReplicaC
   for (const file of ['postgresql.conf', 'pg_hba.conf']) {
     chownSync(join(dataDir, file), uid, gid);
   }
-  const cluster = { port, dataDir, binDir: settings.binDir, slot };
+  const cluster = { port, home, dataDir, binDir: settings.binDir, slot };
   await startReplica(cluster);
   return cluster;
 }
@@ -130,21 +166,6 @@ export async function dropSlot(adminUrl: string, slot: string) {
   }
 }
 
-/** Drops the inactive slots of replicas of earlier runs that ended without their teardown. */
-export async function dropLeftoverSlots(adminUrl: string) {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(
-      `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
-       WHERE slot_name LIKE $1 AND NOT active`,
-      [`${SLOT_PREFIX}%`],
-    );
-  } finally {
-    await client.end();
-  }
-}
-
 export async function startReplica(cluster: ReplicaCluster): Promise<void> {
   await asPostgres(join(cluster.binDir, 'pg_ctl'), [
     ...['-D', cluster.dataDir, '-l', join(cluster.dataDir, 'server.log')],
@@ -152,17 +173,17 @@ export async function startReplica(cluster: ReplicaCluster): Promise<void> {
   ]);
 }
 
-export async function stopReplica(cluster: ReplicaCluster): Promise<void> {
+export async function stopReplica(cluster: Pick<ReplicaCluster, 'binDir' | 'dataDir'>) {
   await asPostgres(join(cluster.binDir, 'pg_ctl'), [
     ...['-D', cluster.dataDir, '-m', 'fast', '-w', '-t', '120', 'stop'],
   ]).catch(() => {});
 }
 
-/** Stops the replica, drops its slot on the primary and deletes its data directory. */
+/** Stops the replica, drops its slot on the primary and deletes its directory. */
 export async function removeReplica(cluster: ReplicaCluster, adminUrl: string): Promise<void> {
   await stopReplica(cluster);
   await dropSlot(adminUrl, cluster.slot);
-  rmSync(cluster.dataDir, { recursive: true, force: true });
+  rmSync(cluster.home, { recursive: true, force: true });
 }
 
 /**

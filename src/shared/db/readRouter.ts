@@ -100,6 +100,9 @@ export class ReadRouter {
     this.primary = primary;
     this.replicas = replicas.map((replica) => new ReplicaPools(replica));
     this.monitor = monitor;
+    // Each replica's fallback count exists from the start, at 0: increase() over a series that
+    // first appears at its first fallback would not count that one.
+    for (const replica of this.replicas) replicaFallbacks.inc({ replica: replica.name }, 0);
   }
 
   /** Whether any replica is configured (READ_DATABASE_URL). */

@@ -9,8 +9,14 @@ const OPERATIONAL_PATH = /^\/(metrics|health\/(live|ready)|actuator\/health)$/;
 
 /** The caller's X-Request-Id when it is sane, else a new one. */
 export function requestIdOf(ctx: Context): string {
-  const incoming = ctx.get('x-request-id');
-  return REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
+  return requestIdFrom(ctx.get('x-request-id'));
+}
+
+/** The X-Request-Id header's value when it is sane, else a new id. */
+export function requestIdFrom(incoming: string | string[] | undefined): string {
+  return typeof incoming === 'string' && REQUEST_ID_PATTERN.test(incoming)
+    ? incoming
+    : randomUUID();
 }
 
 /**

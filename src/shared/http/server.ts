@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
+import type { BeforeKoa } from './refuseBeforeKoa.ts';
 
 export interface RunningServer {
   server: http.Server;
@@ -11,9 +12,23 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
+// What answers some of an app's requests before Koa does (refuseBeforeKoa.ts), set by the
+// service that built the app; every server listening with that app puts it first.
+const beforeKoaOf = new WeakMap<Koa, BeforeKoa>();
+
+/** Makes `beforeKoa` see the app's requests first, wherever the app listens. */
+export function answerBeforeKoa(app: Koa, beforeKoa: BeforeKoa): void {
+  beforeKoaOf.set(app, beforeKoa);
+}
+
 export async function listen(app: Koa, host: string, port: number): Promise<RunningServer> {
   const handler = app.callback();
-  const server = http.createServer((req, res) => void handler(req, res));
+  const beforeKoa = beforeKoaOf.get(app);
+  const server = http.createServer(
+    beforeKoa
+      ? (req, res) => beforeKoa(req, res, () => void handler(req, res))
+      : (req, res) => void handler(req, res),
+  );
   // Slow clients must not hold sockets forever.
   server.headersTimeout = 30_000;
   server.requestTimeout = 120_000;

@@ -4,7 +4,7 @@ import { koaBody } from 'koa-body';
 import helmet from 'koa-helmet';
 import type { Logger } from '../logger.ts';
 import { mountMetricsRoute } from '../metrics.ts';
-import { clientAddress, trustsProxies, type ProxyTrust } from './clientAddress.ts';
+import { clientAddress, forwardedClient, trustsProxies, type ProxyTrust } from './clientAddress.ts';
 import { errorHandler } from './errorHandler.ts';
 import { mountHealthRoutes, Readiness } from './health.ts';
 import { buildOpenApiDocument, mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
@@ -12,6 +12,8 @@ import { requestAbort } from './requestAbort.ts';
 import { requestContext } from './requestContext.ts';
 import { requestDeadline } from './requestDeadline.ts';
 import type { RouteRegistry } from './routes.ts';
+import { refuseBeforeKoa } from './refuseBeforeKoa.ts';
+import { answerBeforeKoa } from './server.ts';
 import { shedEarly } from './shedEarly.ts';
 
 export interface HttpServiceOptions {
@@ -32,6 +34,11 @@ export interface HttpServiceOptions {
    * refusal must carry from the service's own middleware (CORS headers).
    */
   earlyRefusalMiddleware?: Koa.Middleware[];
+  /**
+   * What that middleware adds to a request without Origin or cookies, refused before Koa (see
+   * refuseBeforeKoa.ts): e.g. the CORS middleware's `Vary: Origin`.
+   */
+  earlyRefusalHeaders?: ReadonlyArray<readonly [string, string]>;
   /** Extra routes mounted beside the declared ones (static assets, …). */
   extend?: (router: Router) => void;
   /** A request not finished within this answers 503 (a dependency hanging). */
@@ -61,6 +68,22 @@ export function createHttpService(options: HttpServiceOptions) {
   // A client already over a route's rate limit is refused here, before the rest of the stack.
   const earlyRefusals = options.routes.earlyRefusals();
   if (earlyRefusals.length > 0) {
+    // The cheapest refusals, for requests that need nothing of Koa, before Koa sees them.
+    answerBeforeKoa(
+      app,
+      refuseBeforeKoa(earlyRefusals, {
+        service: options.name,
+        clientAddress: behindProxies
+          ? (req) =>
+              forwardedClient(
+                req.socket.remoteAddress ?? '',
+                String(req.headers['x-forwarded-for'] ?? ''),
+                trust,
+              )
+          : (req) => req.socket.remoteAddress ?? '',
+        extraHeaders: options.earlyRefusalHeaders,
+      }),
+    );
     app.use(shedEarly(options.name, earlyRefusals, options.earlyRefusalMiddleware));
   }
   app.use(requestContext(options.name, options.logger));

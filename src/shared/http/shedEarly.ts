@@ -22,6 +22,11 @@ export interface EarlyRefusal {
    * session to look up first): such a request goes on, and the route's limit judges it there.
    */
   key(ctx: Context): string | undefined;
+  /**
+   * The key of a request without cookies, from its client address alone (what `key` gives such a
+   * request), for refusing it before Koa (refuseBeforeKoa.ts); absent: only `key` judges.
+   */
+  cookielessKey?(clientAddress: string): string | undefined;
 }
 
 /** Where an early refusal applies: a route's method and path, as the router matches them. */
@@ -47,13 +52,7 @@ export function shedEarly(
   routes: EarlyRefusalRoute[],
   decorate: Middleware[] = [],
 ): Middleware {
-  const prepared: PreparedRoute[] = routes.map((route) => ({
-    ...route,
-    // The error mapper's body for this refusal, once: the same JSON the route's limit answers.
-    body: Buffer.from(
-      JSON.stringify(toHttpError(new RateLimitedError(1, route.refusal.limit.refusalMessage)).body),
-    ),
-  }));
+  const prepared: PreparedRoute[] = routes.map((route) => ({ ...route, body: refusalBody(route) }));
   return async function refuseOverLimit(ctx: Context, next: Next) {
     const started = process.hrtime.bigint();
     const route = prepared.find((r) => appliesTo(r, ctx));
@@ -83,6 +82,13 @@ export function shedEarly(
       Number(process.hrtime.bigint() - started) / 1e9,
     );
   };
+}
+
+/** The error mapper's body for a route's refusal: the same JSON the route's limit answers. */
+export function refusalBody(route: EarlyRefusalRoute): Buffer {
+  return Buffer.from(
+    JSON.stringify(toHttpError(new RateLimitedError(1, route.refusal.limit.refusalMessage)).body),
+  );
 }
 
 function appliesTo(route: EarlyRefusalRoute, ctx: Context): boolean {
