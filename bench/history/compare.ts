@@ -42,6 +42,7 @@ const QUERIES = [
   'candles/{code}?hours=8760&interval=4h',
   'candles/{code}?hours=8760&interval=1d&tz=Asia/Kolkata',
   'candles/{code}?hours=8760&interval=1d&tz=Asia/Kathmandu',
+  'candles/{code}?hours=8760&interval=1d&tz=America/St_Johns',
   'candles/{code}?hours=4320&interval=30m',
   'candles/{code}?hours=720&interval=5m',
 ];
