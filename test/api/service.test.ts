@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startOpsListener } from '../../src/shared/http/opsServer.ts';
+import { metricsRegistry } from '../../src/shared/metrics.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 
 const API_PATHS = [
@@ -109,6 +110,21 @@ describe('the API service', () => {
     const response = await harness.client().get('/api/nothing-here');
     expect(response.status).toBe(404);
     expect(response.body.error.code).toBe('not_found');
+  });
+
+  test('a body refused before routing (bad JSON) is counted under its route, not "unmatched"', async () => {
+    const answer = await fetch(`${harness.url}/api/currency/value`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"currencyCode": ',
+    });
+    expect(answer.status).toBe(400);
+    const text = await metricsRegistry.getSingleMetricAsString(
+      'http_server_request_duration_seconds',
+    );
+    expect(text).toMatch(
+      /http_server_request_duration_seconds_count\{service="api",method="POST",route="\/api\/currency\/value",status_code="400"\} [1-9]/,
+    );
   });
 
   test('a method a route lacks gets the JSON 405 with Allow, an unknown one the JSON 501', async () => {

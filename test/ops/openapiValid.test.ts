@@ -154,4 +154,32 @@ describe('real answers match the schema their document gives for that status', (
       expectDocumented('api', method, path, answer);
     }
   });
+
+  test('every JSON body route documents the 413 and 415 its body parser answers', async () => {
+    const { client } = await harness.signedInClient();
+    const tooLarge = JSON.stringify({ currencyCode: 'BTC', shares: 1, pad: 'x'.repeat(2 << 20) });
+    for (const path of ['/api/portfolio/add', '/api/authorize/login']) {
+      const large = await client.request('POST', path, {
+        body: tooLarge,
+        headers: { 'content-type': 'application/json' },
+      });
+      expect({ path, status: large.status }).toEqual({ path, status: 413 });
+      expectDocumented('api', 'post', path, large);
+      const text = await client.request('POST', path, {
+        body: '{}',
+        headers: { 'content-type': 'text/plain' },
+      });
+      expect({ path, status: text.status }).toEqual({ path, status: 415 });
+      expectDocumented('api', 'post', path, text);
+    }
+    for (const name of ['data', 'api'] as const) {
+      for (const [operation, op] of operations(documents[name])) {
+        if (!op.requestBody) continue;
+        expect({ operation, documented: Object.keys(op.responses) }).toEqual({
+          operation,
+          documented: expect.arrayContaining(['413', '415']),
+        });
+      }
+    }
+  });
 });

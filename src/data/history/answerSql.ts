@@ -4,7 +4,7 @@ import { followsWallClock } from '../../shared/time/bucketGrid.ts';
 import type { FillSeeds, SeedPoint } from './fillSeeds.ts';
 import { bucketSql, bucketStartsSql, ts, type RunBounds } from './gridSql.ts';
 import { CANDLE_IS_EMPTY, CANDLE_ITEM, OPEN_ITEM, type ItemShape } from './jsonText.ts';
-import { levelNamed, type LevelName, type RollupMode } from './levels.ts';
+import { levelNamed, type Level, type LevelName, type RollupMode } from './levels.ts';
 import { mergeAdjacent, type Segment } from './planner.ts';
 import type { CandleRequest } from './request.ts';
 import { clip, RUN_BUCKETS, type Run } from './runs.ts';
@@ -97,7 +97,7 @@ function segmentSource(code: string, segment: Segment, run?: LateralRun): SqlFra
     SELECT bucket AS t, open, high, low, close, volume, count, first_time, last_time
     FROM ${sql.identifier([level.relation])}
     WHERE currency_code = ${code} AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}
-      ${levelWithinRun(code, run)}`;
+      ${levelWithinRun(code, level, run)}`;
 }
 
 /**
@@ -109,6 +109,9 @@ function withinRun(column: SqlFragment, run: RunBounds | undefined): SqlFragment
   return run ? sql.fragment`AND ${column} >= ${run.lo} AND ${column} < ${run.hi}` : sql.fragment``;
 }
 
+/** The levels whose primary key does not cover their columns (sql/0220_rollup_levels.sql). */
+const UNCOVERED = new Set<LevelName>(['5m', '15m']);
+
 /**
  * The same for a level's rows, as bounds on (currency_code, bucket), which only the primary key
  * can use. Written as plain bounds on `bucket`, the run's bounds (unknown when planning) made
@@ -117,10 +120,12 @@ function withinRun(column: SqlFragment, run: RunBounds | undefined): SqlFragment
  * filtering them (20 currencies: 130,000 buffers and 0.4 s for half a year at 30 min, against
  * a few thousand through the key).
  */
-function levelWithinRun(code: string, run: LateralRun | undefined): SqlFragment {
+function levelWithinRun(code: string, level: Level, run: LateralRun | undefined): SqlFragment {
   // Not on continuous aggregates: there (TimescaleDB 2.23) the same bounds counted the rows of
-  // a backfilled and re-materialised hour twice; their reads keep the plain bounds.
-  if (!run?.byKey) return withinRun(sql.fragment`bucket`, run);
+  // a backfilled and re-materialised hour twice; their reads keep the plain bounds. Nor on the
+  // levels with a covering key (hourly and daily), whose plain bounds already read the key
+  // alone; with the row bounds they were read by a bitmap over the heap, slower.
+  if (!run?.byKey || !UNCOVERED.has(level.name)) return withinRun(sql.fragment`bucket`, run);
   return sql.fragment`AND (currency_code, bucket) >= (${code}::text, ${run.lo})
     AND (currency_code, bucket) < (${code}::text, ${run.hi})`;
 }
@@ -308,7 +313,7 @@ function bucketRows(
       SELECT bucket, ${COLUMNS[shape]} FROM ${sql.identifier([levelOf(segment).relation])}
       WHERE currency_code = ${request.code}
         AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}
-        ${levelWithinRun(request.code, run)}`,
+        ${levelWithinRun(request.code, levelOf(segment), run)}`,
   );
   const rest = segments.filter((segment) => !isDirect(segment));
   const merged = rest.length

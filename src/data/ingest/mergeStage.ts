@@ -45,6 +45,10 @@ export async function mergeStage(
   let inserted = stats.direct + stats.stagedCertain;
   const maybe = stats.maybeWindow;
   if (stats.stagedMaybe > 0 && maybe) {
+    // The anti-join hashes the stored keys of the window: with the default 4 MB they spill to
+    // temporary files in batches (500,000 keys: four batches, ~70 MB written and read back).
+    // For this transaction only.
+    if (!options.checkEachInsert) await client.query(`SET LOCAL work_mem = '64MB'`);
     const result = await client.query<{ code: string; from_us: string; to_us: string; n: string }>(
       `WITH inserted AS (${options.checkEachInsert ? INSERT_EACH_CHECKED : INSERT_UNMATCHED})
        SELECT currency_code AS code,

@@ -265,6 +265,20 @@ export class RouteRegistry {
     );
   }
 
+  /**
+   * The router's name of the route a request goes to (`/data/currency/history/:code`), for a
+   * request refused before the router runs (a body that does not parse), so that its metrics
+   * and log line name the route all the same.
+   */
+  routeOf(method: string, path: string): string | undefined {
+    const spec = this.routes.find(
+      (r) =>
+        r.method.toUpperCase() === method &&
+        new RegExp(`^${pathPattern(r.path)}/?$`, 'i').test(path),
+    );
+    return spec && toRouterPath(spec.path);
+  }
+
   /** Whether the request goes to a route that reads its body stream itself. */
   takesRawBody(method: string, path: string): boolean {
     return this.rawBodyRoutes.some((r) => r.method === method && r.pattern.test(path));
@@ -311,6 +325,8 @@ export class RouteRegistry {
       }
       for (const status of new Set([
         ...(spec.body || spec.query || spec.params ? [400] : []),
+        // The shared body parser's answers: over its size limit, or not the route's media type.
+        ...(spec.body ? [413, 415] : []),
         ...(spec.errors ?? []),
       ])) {
         responses[String(status)] ??= responseObject(

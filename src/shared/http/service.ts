@@ -108,8 +108,22 @@ export function createHttpService(options: HttpServiceOptions) {
   // Bodies are read after the service's middleware (sessions, cross-site defence): a request
   // refused there is refused before its body is read, and body errors see the session.
   app.use(async (ctx, next) => {
-    if (options.routes.takesRawBody(ctx.method, ctx.path)) await next();
-    else await parseBody(ctx, next);
+    if (options.routes.takesRawBody(ctx.method, ctx.path)) {
+      await next();
+      return;
+    }
+    let routed = false;
+    try {
+      await parseBody(ctx, () => {
+        routed = true;
+        return next();
+      });
+    } catch (error) {
+      // Refused before routing: the request is still counted under the route it was for.
+      const route = routed ? undefined : options.routes.routeOf(ctx.method, ctx.path);
+      if (route) (ctx as { _matchedRoute?: string })._matchedRoute = route;
+      throw error;
+    }
   });
 
   mountHealthRoutes(router, readiness);
