@@ -20,7 +20,15 @@ export default tseslint.config(
     languageOptions: {
       globals: { ...globals.node },
       parserOptions: {
-        projectService: { allowDefaultProject: ['*.js', '*.mjs', 'bin/*.mjs', 'scripts/*.mjs'] },
+        projectService: {
+          allowDefaultProject: [
+            '*.js',
+            '*.mjs',
+            'bin/*.mjs',
+            'scripts/*.mjs',
+            'bench/startup/probe.mjs',
+          ],
+        },
         tsconfigRootDir: import.meta.dirname,
       },
     },

@@ -8,7 +8,7 @@
 // loads into a database of its own (BENCH_DB_PREFIX, default bench_startup, + _base / _current),
 // created and migrated first. After one warm-up run each (it fills Node's compile cache and
 // stores the rows), the sides alternate (baseline, current, current, baseline, …). Every process
-// runs with bench/startup/probe.ts, which notes when it first sends COPY data (its first rows
+// runs with bench/startup/probe.mjs, which notes when it first sends COPY data (its first rows
 // leave for the database) and its CPU time then and at exit. Prints the medians of the whole
 // command and of the time before the first row, wall and CPU seconds, with the load average.
 // CPU seconds are the steadier figure on a shared machine; wall seconds include waiting for a core.
@@ -29,7 +29,7 @@ const RUNS = Number(args.runs);
 const PREFIX = process.env.BENCH_DB_PREFIX ?? 'bench_startup';
 const root = new URL('../..', import.meta.url).pathname;
 const node = join(root, 'node_modules', '.bin', 'node');
-const probe = join(root, 'bench', 'startup', 'probe.ts');
+const probe = join(root, 'bench', 'startup', 'probe.mjs');
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const load = () =>
   loadavg()
