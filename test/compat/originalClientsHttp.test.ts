@@ -237,7 +237,8 @@ describe('the web front end (dev server at http://localhost:4200)', () => {
   test('portfolio history items carry lastUpdated (ISO) and id', async () => {
     const history = await api('GET', '/api/portfolio/history/get');
     expect(history.status).toBe(200);
-    const last = history.body.at(-1);
+    // The bucket of the last trade: with the default 60 s buckets a minute may have begun since.
+    const last = history.body.findLast((p: { tradeOccurred: boolean }) => p.tradeOccurred);
     expect(last).toMatchObject({ totalWorth: 2 * 55_000 + 100 + 1.5 * 3000, tradeOccurred: true });
     expect(last.lastUpdated).toBe(last.timestamp);
     expect(new Date(last.lastUpdated).toISOString()).toBe(last.lastUpdated);
@@ -249,8 +250,11 @@ describe('the web front end (dev server at http://localhost:4200)', () => {
   test('asset history: a list per asset per point, never 204; one asset by name', async () => {
     const all = await api('GET', '/api/portfolio/history/get/asset');
     expect(all.status).toBe(200);
-    const latest = (code: string) =>
-      all.body.filter((p: { currencyCode: string }) => p.currencyCode === code).at(-1);
+    type AssetPoint = { currencyCode: string; tradeOccurred: boolean };
+    // Each asset's point of its last trade: a minute may have begun since (60 s buckets).
+    const lastTrade = (points: AssetPoint[], code: string) =>
+      points.findLast((p) => p.currencyCode === code && p.tradeOccurred);
+    const latest = (code: string) => lastTrade(all.body, code);
     expect(latest('BTC')).toEqual({
       currencyCode: 'BTC',
       currencyName: 'Bitcoin',
@@ -266,7 +270,7 @@ describe('the web front end (dev server at http://localhost:4200)', () => {
     const one = await api('GET', '/api/portfolio/history/get/asset/Ethereum');
     expect(one.status).toBe(200);
     expect(one.body.every((p: { currencyCode: string }) => p.currencyCode === 'ETH')).toBe(true);
-    expect(one.body.at(-1)).toEqual(latest('ETH'));
+    expect(lastTrade(one.body, 'ETH')).toEqual(latest('ETH'));
     const notHeld = await api('GET', '/api/portfolio/history/get/asset/Dogecoin');
     expect(notHeld.status).toBe(200);
     expect(notHeld.body).toEqual([]);

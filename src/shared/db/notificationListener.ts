@@ -46,6 +46,7 @@ export class NotificationListener {
   // would be served as current while changes go unheard.
   private lastAnswerAt = 0;
   private pingInFlight = false;
+  private pingSentAt = 0;
   // A channel of this listener alone, for sync(): see there.
   private readonly syncChannel = `sync_${randomUUID().replaceAll('-', '')}`;
   private readonly syncWaiters = new Map<string, () => void>();
@@ -62,8 +63,15 @@ export class NotificationListener {
     };
   }
 
+  /**
+   * Listening, and no ping has waited more than two intervals for its answer. Silence counts
+   * only while a ping is unanswered: a late ping timer (a busy event loop, a starved process) is
+   * no sign of a dead link, and judging by the age of the last answer made copies that were still
+   * current be read again whenever the loop stalled for over a second.
+   */
   get isListening(): boolean {
-    return this.listening && Date.now() - this.lastAnswerAt <= 2 * this.options.pingIntervalMs;
+    if (!this.listening) return false;
+    return !this.pingInFlight || Date.now() - this.pingSentAt <= 2 * this.options.pingIntervalMs;
   }
 
   start(): void {
@@ -159,6 +167,7 @@ export class NotificationListener {
       return;
     }
     this.pingInFlight = true;
+    this.pingSentAt = Date.now();
     client.query('SELECT 1').then(() => {
       if (this.client !== client) return;
       this.pingInFlight = false;
