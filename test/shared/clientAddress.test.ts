@@ -1,5 +1,6 @@
 import { expect, test } from '@jest/globals';
-import { forwardedClient } from '../../src/shared/http/clientAddress.ts';
+import type { IncomingMessage } from 'node:http';
+import { forwardedClient, requestClientAddress } from '../../src/shared/http/clientAddress.ts';
 
 const networks = ['10.0.0.0/8', '127.0.0.1/32', 'fd00::/8'];
 
@@ -31,4 +32,20 @@ test('by hop count: the entry that many from the right, never further left', () 
   );
   expect(forwardedClient('127.0.0.1', '203.0.113.5', 3)).toBe('203.0.113.5');
   expect(forwardedClient('127.0.0.1', '203.0.113.5', 0)).toBe('127.0.0.1');
+});
+
+test('a raw request (answered before Koa) gets the address ctx.ip would have', () => {
+  const request = (peer: string, forwardedFor?: string) =>
+    ({
+      socket: { remoteAddress: peer },
+      headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor },
+    }) as unknown as IncomingMessage;
+  expect(requestClientAddress(0)(request('127.0.0.1', '203.0.113.5'))).toBe('127.0.0.1');
+  expect(requestClientAddress(1)(request('127.0.0.1', '198.51.100.7, 203.0.113.5'))).toBe(
+    '203.0.113.5',
+  );
+  expect(requestClientAddress(networks)(request('10.1.1.1', '203.0.113.5, 10.1.2.3'))).toBe(
+    '203.0.113.5',
+  );
+  expect(requestClientAddress(1)(request('127.0.0.1'))).toBe('127.0.0.1');
 });

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 import type { Context, Next } from 'koa';
 
@@ -62,6 +63,20 @@ export function forwardedClient(peer: string, forwardedFor: string, trust: Proxy
     client = next;
   }
   return client;
+}
+
+/**
+ * The client's address of a raw request, as `ctx.ip` is with `clientAddress(trust)` before it
+ * (the socket's peer when no proxy is trusted): for code that answers before Koa.
+ */
+export function requestClientAddress(trust: ProxyTrust): (req: IncomingMessage) => string {
+  if (!trustsProxies(trust)) return (req) => req.socket.remoteAddress ?? '';
+  return (req) =>
+    forwardedClient(
+      req.socket.remoteAddress ?? '',
+      String(req.headers['x-forwarded-for'] ?? ''),
+      trust,
+    );
 }
 
 const FORWARDED_HEADERS = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host'];

@@ -3,7 +3,7 @@ import helmet from 'helmet';
 import { retryAfterValue } from '../errors.ts';
 import { httpRequestDuration, httpRequestsShed } from '../metrics.ts';
 import { requestIdFrom } from './requestContext.ts';
-import { refusalBody, type EarlyRefusalRoute } from './shedEarly.ts';
+import { refusalBody, routeFor, type EarlyRefusalRoute } from './shedEarly.ts';
 
 // Refusing a client already over a route's rate limit at the top of the Koa stack (shedEarly.ts)
 // still builds a Koa context, runs the security-header middleware (a dozen setHeader calls),
@@ -85,11 +85,9 @@ export function refuseBeforeKoa(routes: EarlyRefusalRoute[], options: BeforeKoaO
       next();
       return;
     }
-    const method = req.method === 'HEAD' ? 'GET' : req.method;
     const url = req.url ?? '';
     const query = url.indexOf('?');
-    const path = query === -1 ? url : url.slice(0, query);
-    const route = prepared.find((r) => r.method === method && r.pattern.test(path));
+    const route = routeFor(prepared, req.method, query === -1 ? url : url.slice(0, query));
     const key = route?.refusal.cookielessKey!(options.clientAddress(req));
     if (key === undefined) {
       next();

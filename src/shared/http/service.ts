@@ -4,7 +4,12 @@ import { koaBody } from 'koa-body';
 import helmet from 'koa-helmet';
 import type { Logger } from '../logger.ts';
 import { mountMetricsRoute } from '../metrics.ts';
-import { clientAddress, forwardedClient, trustsProxies, type ProxyTrust } from './clientAddress.ts';
+import {
+  clientAddress,
+  requestClientAddress,
+  trustsProxies,
+  type ProxyTrust,
+} from './clientAddress.ts';
 import { errorHandler } from './errorHandler.ts';
 import { mountHealthRoutes, Readiness } from './health.ts';
 import { buildOpenApiDocument, mountDocsRoutes, type OpenApiInfo } from './openapi.ts';
@@ -73,14 +78,7 @@ export function createHttpService(options: HttpServiceOptions) {
       app,
       refuseBeforeKoa(earlyRefusals, {
         service: options.name,
-        clientAddress: behindProxies
-          ? (req) =>
-              forwardedClient(
-                req.socket.remoteAddress ?? '',
-                String(req.headers['x-forwarded-for'] ?? ''),
-                trust,
-              )
-          : (req) => req.socket.remoteAddress ?? '',
+        clientAddress: requestClientAddress(trust),
         extraHeaders: options.earlyRefusalHeaders,
       }),
     );

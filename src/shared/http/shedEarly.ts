@@ -55,7 +55,7 @@ export function shedEarly(
   const prepared: PreparedRoute[] = routes.map((route) => ({ ...route, body: refusalBody(route) }));
   return async function refuseOverLimit(ctx: Context, next: Next) {
     const started = process.hrtime.bigint();
-    const route = prepared.find((r) => appliesTo(r, ctx));
+    const route = routeFor(prepared, ctx.method, ctx.path);
     const key = route?.refusal.key(ctx);
     const waitMs = key === undefined ? undefined : await route!.refusal.limit.msUntilAllowed(key);
     if (waitMs === undefined) {
@@ -91,7 +91,12 @@ export function refusalBody(route: EarlyRefusalRoute): Buffer {
   );
 }
 
-function appliesTo(route: EarlyRefusalRoute, ctx: Context): boolean {
-  const method = ctx.method === 'HEAD' ? 'GET' : ctx.method;
-  return method === route.method && route.pattern.test(ctx.path);
+/** The route a request's method and path fall under, as the router matches them (HEAD as GET). */
+export function routeFor<Route extends EarlyRefusalRoute>(
+  routes: readonly Route[],
+  method: string | undefined,
+  path: string,
+): Route | undefined {
+  const asRouted = method === 'HEAD' ? 'GET' : method;
+  return routes.find((route) => route.method === asRouted && route.pattern.test(path));
 }
