@@ -13,11 +13,11 @@ import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';
 import {
-  asJson,
   bruteForceCandles,
   random,
   randomCandles,
   zoneBucketSql,
+  zoneCandlesFromRaw,
 } from '../support/candles.ts';
 import { insertCandles, type Candle } from '../support/prices.ts';
 import { createModeRuntime, MODES, type ModeRuntime } from '../support/rollupModes.ts';
@@ -29,16 +29,6 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 const CODES = ['BTC', 'ETH', 'XRP'];
-
-const sqlCandle = z.object({
-  timestamp: z.date(),
-  open: z.number(),
-  high: z.number(),
-  low: z.number(),
-  close: z.number(),
-  volume: z.number(),
-  count: z.number(),
-});
 
 describe.each(MODES)('history conformance, %s mode', (mode) => {
   let runtime: ModeRuntime;
@@ -240,31 +230,10 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
       expect({ timeZone, seconds, rows: got }).toEqual({
         timeZone,
         seconds,
-        rows: await zoneCandlesFromRaw('BTC', seconds, timeZone, from, to),
+        rows: await zoneCandlesFromRaw(runtime.pool, 'BTC', seconds, timeZone, from, to),
       });
     }
   });
-
-  /** Candles on a zone's grid (zoneBucketSql) by time_bucket over the raw rows alone. */
-  async function zoneCandlesFromRaw(
-    code: string,
-    seconds: number,
-    timeZone: string,
-    from: Date,
-    to: Date,
-  ) {
-    return asJson(
-      await runtime.pool.any(sql.type(sqlCandle)`
-        SELECT ${zoneBucketSql(seconds, timeZone, 'time')} AS timestamp,
-               first(open, time) AS open, max(high) AS high, min(low) AS low,
-               last(close, time) AS close, sum(volume) AS volume, count(*)::int AS count
-        FROM price_observations
-        WHERE currency_code = ${code} AND time >= ${from.toISOString()}::timestamptz
-          AND time < ${to.toISOString()}::timestamptz
-        GROUP BY 1 ORDER BY 1
-      `),
-    );
-  }
 
   test('fill=previous in :30 and :45 zones carries the last close exactly', async () => {
     const from = new Date(dataStart + 5 * HOUR + 7 * MINUTE);
@@ -303,16 +272,7 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
   ) {
     const fromSql = sql.fragment`${from.toISOString()}::timestamptz`;
     const toSql = sql.fragment`${to.toISOString()}::timestamptz`;
-    const data = asJson(
-      await runtime.pool.any(sql.type(sqlCandle)`
-        SELECT ${zoneBucketSql(seconds, timeZone, 'time')} AS timestamp,
-               first(open, time) AS open, max(high) AS high, min(low) AS low,
-               last(close, time) AS close, sum(volume) AS volume, count(*)::int AS count
-        FROM price_observations
-        WHERE currency_code = ${code} AND time >= ${fromSql} AND time < ${toSql}
-        GROUP BY 1 ORDER BY 1
-      `),
-    );
+    const data = await zoneCandlesFromRaw(runtime.pool, code, seconds, timeZone, from, to);
     const starts = await runtime.pool.anyFirst(sql.type(z.object({ b: z.date() }))`
       SELECT DISTINCT ${zoneBucketSql(seconds, timeZone, 't')} AS b
       FROM (SELECT generate_series(${fromSql}, ${toSql}, interval '1 minute') AS t
@@ -393,7 +353,7 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
           expect({ code, timeZone, rows: await ask(request) }).toEqual({
             code,
             timeZone,
-            rows: await zoneCandlesFromRaw(code, seconds, timeZone, from, to),
+            rows: await zoneCandlesFromRaw(runtime.pool, code, seconds, timeZone, from, to),
           });
         }
       }

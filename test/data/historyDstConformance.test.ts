@@ -9,7 +9,7 @@ import type { CandleRequest, FillMode } from '../../src/data/history/request.ts'
 import { RunCache } from '../../src/data/history/runCache.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import {
-  asJson,
+  zoneCandlesFromRaw,
   bruteForceCandles,
   randomCandles,
   ZONE_ANCHORS,
@@ -38,16 +38,6 @@ const CHANGES: Array<{ zone: string; change: string; at: string }> = [
   { zone: 'Australia/Lord_Howe', change: 'fall back', at: '2025-04-05T15:00:00Z' },
   { zone: 'Australia/Lord_Howe', change: 'spring forward', at: '2025-10-04T15:30:00Z' },
 ];
-
-const sqlCandle = z.object({
-  timestamp: z.date(),
-  open: z.number(),
-  high: z.number(),
-  low: z.number(),
-  close: z.number(),
-  volume: z.number(),
-  count: z.number(),
-});
 
 type Row = Omit<Ohlcv, 'open' | 'high' | 'low' | 'close'> & {
   open: number | null;
@@ -135,16 +125,7 @@ describe.each(MODES)('buckets in a zone across DST changes, %s mode', (mode) => 
   async function reference(zone: string, seconds: number, from: number, to: number) {
     if (seconds < 86_400)
       return bruteForceCandles(candles, CODE, seconds, from, to, ZONE_ANCHORS[zone]);
-    return asJson(
-      await runtime.pool.any(sql.type(sqlCandle)`
-        SELECT time_bucket(make_interval(secs => ${seconds}::float8), time, ${zone}::text) AS timestamp,
-               first(open, time) AS open, max(high) AS high, min(low) AS low,
-               last(close, time) AS close, sum(volume) AS volume, count(*)::int AS count
-        FROM price_observations
-        WHERE currency_code = ${CODE} AND time >= ${new Date(from).toISOString()}::timestamptz
-          AND time < ${new Date(to).toISOString()}::timestamptz
-        GROUP BY 1 ORDER BY 1`),
-    );
+    return zoneCandlesFromRaw(runtime.pool, CODE, seconds, zone, new Date(from), new Date(to));
   }
 
   /** The reference with empty buckets as the fill asks ('linear' is checked against the export). */

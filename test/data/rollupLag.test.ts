@@ -6,6 +6,15 @@ import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';
 import { insertCandles } from '../support/prices.ts';
 import { createModeRuntime, MODES, type ModeRuntime } from '../support/rollupModes.ts';
 
+const EVERY_LEVEL_UP_TO_DATE = {
+  '5m': 0,
+  '15m': 0,
+  '1h': 0,
+  '1d': 0,
+  '1h_at15': 0,
+  '1h_at30': 0,
+};
+
 // rollup_lag_seconds must be a real signal for the RollupLagging alert: 0 while the rollups are
 // up to date, the wait of the oldest due data while they are not, in both rollup modes.
 
@@ -33,14 +42,7 @@ describe.each(MODES)('rollup lag, %s mode', (mode) => {
     refreshRollups(runtime.pool, { settleSeconds: SETTLE_SECONDS, runPolicies: true });
 
   test('nothing stored: every level is up to date', async () => {
-    expect(await lag()).toEqual({
-      '5m': 0,
-      '15m': 0,
-      '1h': 0,
-      '1d': 0,
-      '1h_at15': 0,
-      '1h_at30': 0,
-    });
+    expect(await lag()).toEqual(EVERY_LEVEL_UP_TO_DATE);
   });
 
   test('prices never rolled up: the 5-minute level has waited since their bucket was due', async () => {
@@ -61,14 +63,7 @@ describe.each(MODES)('rollup lag, %s mode', (mode) => {
 
   test('a refresh brings every level back to 0', async () => {
     await refresh();
-    expect(await lag()).toEqual({
-      '5m': 0,
-      '15m': 0,
-      '1h': 0,
-      '1d': 0,
-      '1h_at15': 0,
-      '1h_at30': 0,
-    });
+    expect(await lag()).toEqual(EVERY_LEVEL_UP_TO_DATE);
   });
 
   test('a backfill below the watermarks waits from when it was marked until a refresh', async () => {
@@ -83,13 +78,6 @@ describe.each(MODES)('rollup lag, %s mode', (mode) => {
     expect(waited['15m']).toBeGreaterThanOrEqual(600);
     expect(waited['1h']).toBeGreaterThanOrEqual(600);
     await refresh();
-    expect(await lag()).toEqual({
-      '5m': 0,
-      '15m': 0,
-      '1h': 0,
-      '1d': 0,
-      '1h_at15': 0,
-      '1h_at30': 0,
-    });
+    expect(await lag()).toEqual(EVERY_LEVEL_UP_TO_DATE);
   });
 });

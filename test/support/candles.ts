@@ -1,4 +1,5 @@
-import { sql } from 'slonik';
+import { sql, type CommonQueryMethods } from 'slonik';
+import { z } from 'zod';
 import type { Candle } from './prices.ts';
 
 // Brute-force references computed in JavaScript straight from the raw candles the test wrote.
@@ -125,4 +126,36 @@ export function zoneBucketSql(seconds: number, timeZone: string, column: string)
 /** Rows as the routes return them: ISO timestamps, plain numbers. */
 export function asJson<T extends { timestamp: Date }>(rows: readonly T[]) {
   return rows.map((r) => ({ ...r, timestamp: r.timestamp.toISOString() }));
+}
+
+const sqlCandle = z.object({
+  timestamp: z.date(),
+  open: z.number(),
+  high: z.number(),
+  low: z.number(),
+  close: z.number(),
+  volume: z.number(),
+  count: z.number(),
+});
+
+/** A currency's candles of [from, to) on a zone's grid (zoneBucketSql), by SQL over the raw rows alone. */
+export async function zoneCandlesFromRaw(
+  pool: CommonQueryMethods,
+  code: string,
+  seconds: number,
+  timeZone: string,
+  from: Date,
+  to: Date,
+) {
+  return asJson(
+    await pool.any(sql.type(sqlCandle)`
+      SELECT ${zoneBucketSql(seconds, timeZone, 'time')} AS timestamp,
+             first(open, time) AS open, max(high) AS high, min(low) AS low,
+             last(close, time) AS close, sum(volume) AS volume, count(*)::int AS count
+      FROM price_observations
+      WHERE currency_code = ${code} AND time >= ${from.toISOString()}::timestamptz
+        AND time < ${to.toISOString()}::timestamptz
+      GROUP BY 1 ORDER BY 1
+    `),
+  );
 }
