@@ -17,11 +17,26 @@ export function shares(value) {
   return new Intl.NumberFormat('en-US', { maximumFractionDigits: 8 }).format(value);
 }
 
+/** A percentage as shown: two decimals; a change that rounds to zero is shown as 0. */
+function shownPercent(value) {
+  return Number(value.toFixed(2)) || 0; // no "-0.00"
+}
+
 export function percent(value) {
   if (!Number.isFinite(value)) return '';
-  const rounded = Number(value.toFixed(2)) || 0; // no "-0.00"
+  const rounded = shownPercent(value);
   const sign = rounded > 0 ? '+' : '';
   return `${sign}${rounded.toFixed(2)} %`;
+}
+
+/**
+ * 'up', 'down' or '' for a change in percent, judged on the figure percent() shows, so that a
+ * −0.001 % change shown as "0.00 %" is not coloured as a fall.
+ */
+export function trend(value) {
+  if (!Number.isFinite(value)) return '';
+  const rounded = shownPercent(value);
+  return rounded > 0 ? 'up' : rounded < 0 ? 'down' : '';
 }
 
 const short = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 2 });

@@ -1,6 +1,6 @@
 import { api } from './api.js';
 import { flash } from './flash.js';
-import { compact, percent, price } from './format.js';
+import { compact, percent, price, trend } from './format.js';
 
 // The markets table: price, 24-hour change, high, low and volume from the snapshot (kept current
 // by live prices), a 7-day sparkline per row (one coarse history request when the row first
@@ -110,7 +110,7 @@ export class MarketsTable {
     row.querySelector('.value').textContent = price(entry.value);
     const change = row.querySelector('.change');
     change.textContent = entry.change24h === null ? '—' : percent(entry.change24h);
-    change.className = `num change ${direction(entry.change24h)}`;
+    change.className = `num change ${trend(entry.change24h)}`;
     row.querySelector('.high').textContent = entry.high24h === null ? '—' : price(entry.high24h);
     row.querySelector('.low').textContent = entry.low24h === null ? '—' : price(entry.low24h);
     row.querySelector('.volume').textContent =
@@ -211,10 +211,6 @@ export class MarketsTable {
   }
 }
 
-function direction(change) {
-  return change > 0 ? 'up' : change < 0 ? 'down' : '';
-}
-
 function sparkline(values, change) {
   const NS = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(NS, 'svg');
@@ -223,7 +219,7 @@ function sparkline(values, change) {
   svg.setAttribute('viewBox', `0 0 ${SPARK.width} ${SPARK.height}`);
   svg.setAttribute('role', 'img');
   svg.setAttribute('aria-label', `7 days ${percent(change)}`);
-  svg.classList.add('sparkline', direction(change) || 'flat');
+  svg.classList.add('sparkline', trend(change) || 'flat');
   const low = Math.min(...values);
   const span = Math.max(...values) - low || 1;
   const step = SPARK.width / Math.max(1, values.length - 1);
