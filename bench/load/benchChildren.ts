@@ -72,3 +72,35 @@ export function listenOverflows(): number {
     return NaN;
   }
 }
+
+/**
+ * Samples, every `everyMs`, how many connections wait in the accept queue of the listening
+ * socket on 127.0.0.1:`port` (/proc/net/tcp: a listener's rx_queue is its accept queue): a
+ * request's wait there comes before the HTTP server sees it, so no timing of the server's own
+ * includes it. Returns the function that stops sampling and gives the largest queue seen and the
+ * share of samples with any connection waiting.
+ */
+export function sampleAcceptQueue(port: number, everyMs = 100) {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let largest = 0;
+  let samples = 0;
+  let waiting = 0;
+  const timer = setInterval(() => {
+    try {
+      for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n')) {
+        const fields = line.trim().split(/\s+/);
+        if (fields[1] !== local || fields[3] !== '0A') continue;
+        const queued = Number.parseInt(fields[4]!.split(':')[1]!, 16);
+        largest = Math.max(largest, queued);
+        samples++;
+        if (queued > 0) waiting++;
+      }
+    } catch {
+      // not Linux: nothing sampled
+    }
+  }, everyMs);
+  return () => {
+    clearInterval(timer);
+    return { largest, samples, waiting };
+  };
+}

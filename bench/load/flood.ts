@@ -71,6 +71,11 @@ async function prepareDatabase() {
 
 const countsOf = (m: Map<number | string, number>) =>
   [...m].map(([status, n]) => `${status}: ${n}`).join(', ');
+const tallied = (names: string[]) => {
+  const counts = new Map<string, number>();
+  for (const name of names) counts.set(name, (counts.get(name) ?? 0) + 1);
+  return counts;
+};
 const total = (m: Map<number, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 const notReady = (m: Map<number, number>) =>
   [...m].filter(([s]) => s !== 200).reduce((sum, [, n]) => sum + n, 0);
@@ -80,11 +85,17 @@ const latency = (l: Latencies) =>
 function probeSummary(r: RoundResult): string {
   if (!r.probe) return 'no probe (clients in this process)';
   const shed = summary(r.probe.shed);
-  const fast = r.probe.shed.filter((ms) => ms <= 100).length;
+  const fast = r.probe.shed.filter(([ms]) => ms <= 100).length;
+  const failed = r.probe.failed;
+  const failures = failed.length
+    ? `; no answer: ${countsOf(tallied(failed.map(([, name]) => name)))}, sent at ` +
+      `${Math.min(...failed.map(([at]) => at)).toFixed(1)}–` +
+      `${Math.max(...failed.map(([at]) => at)).toFixed(1)} s`
+    : '';
   return (
     `${countsOf(new Map(Object.entries(r.probe.statuses)))}; shed p50 ${shed.p50} ms, ` +
-    `p99 ${shed.p99} ms; ${fast} of ${shed.n} within 100 ms; ` +
-    `${r.probe.shedWithoutRetryAfter} without Retry-After`
+    `p99 ${shed.p99} ms (slowest sent at ${shed.slowestAt.join(', ')} s); ${fast} of ` +
+    `${shed.n} within 100 ms; ${r.probe.shedWithoutRetryAfter} without Retry-After${failures}`
   );
 }
 
@@ -131,6 +142,16 @@ function measures(r: RoundResult): Array<[string, string, string]> {
       'event-loop delay p99 / max (ms): attacker; probe',
       `${r.tally.loopDelay.p99} / ${r.tally.loopDelay.max}; ` +
         (r.probe ? `${r.probe.loopDelay.p99} / ${r.probe.loopDelay.max}` : 'no probe'),
+      '',
+    ],
+    [
+      'platform event-loop delay p99 / max (ms)',
+      `${r.platformLoopDelay.p99} / ${r.platformLoopDelay.max}`,
+      '',
+    ],
+    [
+      "API's accept queue: largest; samples with connections waiting",
+      `${r.acceptQueue.largest}; ${r.acceptQueue.waiting} of ${r.acceptQueue.samples}`,
       '',
     ],
     ['connections dropped on a full accept queue (machine-wide)', String(r.listenOverflows), '0'],

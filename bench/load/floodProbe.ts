@@ -22,9 +22,11 @@ export interface ProbeOptions {
 
 export interface ProbeTally {
   statuses: Record<string, number>;
-  /** Latency (ms) of every shed answer (429/503), from sending to the last byte. */
-  shed: number[];
+  /** Every shed answer (429/503): [ms from sending to the last byte, seconds into the round]. */
+  shed: Array<[number, number]>;
   shedWithoutRetryAfter: number;
+  /** Requests without an answer in time, or failed: [seconds into the round, the error's name]. */
+  failed: Array<[number, string]>;
   loopDelay: LoopDelay;
 }
 
@@ -35,30 +37,33 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeTally> {
     statuses: {},
     shed: [],
     shedWithoutRetryAfter: 0,
+    failed: [],
     loopDelay: { p50: NaN, p99: NaN, max: NaN },
   };
   const count = (status: number | string) => {
     tally.statuses[status] = (tally.statuses[status] ?? 0) + 1;
   };
   const pending = new Set<Promise<void>>();
-  let sent = 0;
+  const started = performance.now();
+  let sentCount = 0;
   const probe = async () => {
-    const agent = agents[sent % agents.length]!;
+    const at = (performance.now() - started) / 1000;
+    const agent = agents[sentCount % agents.length]!;
     // An interval no flood client asks for at the same moment (the answer is never cached).
-    const url = floodUrl(options.apiUrl, 5000 + (sent++ % 5000));
-    const started = performance.now();
+    const url = floodUrl(options.apiUrl, 5000 + (sentCount++ % 5000));
+    const sent = performance.now();
     try {
       const answer = await get(url, agent, AbortSignal.timeout(options.timeoutMs));
       count(answer.status);
       if (answer.status === 429 || answer.status === 503) {
-        tally.shed.push(performance.now() - started);
+        tally.shed.push([performance.now() - sent, at]);
         if (!answer.retryAfter) tally.shedWithoutRetryAfter++;
       }
-    } catch {
+    } catch (error) {
       count('gave up');
+      tally.failed.push([at, (error as Error).name]);
     }
   };
-  const started = performance.now();
   const ends = started + options.seconds * 1000;
   // Open loop: the n-th burst is due at n × PROBE_EVERY_MS, late or not, whatever came back.
   for (let burst = 0; performance.now() < ends; burst++) {

@@ -9,10 +9,10 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type DatabasePool } from 'slonik';
-import { cpuSecondsOf, listenOverflows, startChild } from './benchChildren.ts';
+import { cpuSecondsOf, listenOverflows, sampleAcceptQueue, startChild } from './benchChildren.ts';
 import { runFloodClients, type FloodOptions, type FloodTally } from './floodClients.ts';
 import type { ProbeTally } from './floodProbe.ts';
-import { scrapeShedBuckets, shedTiming, type ShedTiming } from './shedTiming.ts';
+import { scrapePlatform, shedTiming, type ShedTiming } from './shedTiming.ts';
 
 export interface RoundOptions {
   /** The checkout whose bin/platform.mjs runs (this one, or a baseline's). */
@@ -52,6 +52,10 @@ export interface RoundResult {
   platformShed?: ShedTiming;
   /** Connections dropped on a full accept queue during the round, machine-wide. */
   listenOverflows: number;
+  /** The API's accept queue, sampled every 100 ms: the largest, and samples with any waiting. */
+  acceptQueue: { largest: number; samples: number; waiting: number };
+  /** The platform's event-loop delay over the round (ms), from its own /metrics. */
+  platformLoopDelay: { p99: number; max: number };
   signIn: Latencies;
   signInStatuses: Map<number, number>;
   apiSnapshot: Latencies;
@@ -186,8 +190,9 @@ export async function runRound(options: RoundOptions): Promise<RoundResult> {
     await waitReady(data, 120_000);
     await waitReady(api, 120_000);
     // Read before the attacker and the probe start: the difference after is the round's.
-    const shedBefore = await scrapeShedBuckets(data);
+    const shedBefore = await scrapePlatform(data);
     const overflowsBefore = listenOverflows();
+    const acceptQueue = sampleAcceptQueue(ports[0]!);
     const flood = startFlood(
       {
         apiUrl: api,
@@ -264,7 +269,9 @@ export async function runRound(options: RoundOptions): Promise<RoundResult> {
     const platformCpuSeconds = cpuSecondsOf(platform.pid) - cpuBefore;
     const load = loadavg();
     const overflows = listenOverflows() - overflowsBefore;
-    const platformShed = shedTiming(shedBefore, await scrapeShedBuckets(data));
+    const acceptQueueSeen = acceptQueue();
+    const after = await scrapePlatform(data);
+    const platformShed = shedTiming(shedBefore.shed, after.shed);
     await sleep(Math.max(0, tally.endedAt + 2000 - Date.now()));
     const abandoned = await options.pool.any(sql.unsafe`
       SELECT left(query, 80) AS query, now() - query_start AS running_for
@@ -281,6 +288,8 @@ export async function runRound(options: RoundOptions): Promise<RoundResult> {
       probe,
       platformShed,
       listenOverflows: overflows,
+      acceptQueue: acceptQueueSeen,
+      platformLoopDelay: after.loopDelay,
       signIn: summary(signIns),
       signInStatuses,
       apiSnapshot: summary(apiSnapshots),

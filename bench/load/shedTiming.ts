@@ -9,18 +9,27 @@ const BUCKET = 'http_shed_answer_duration_seconds_bucket';
 /** Cumulative bucket counts, every route group and reason together, by upper bound (s). */
 export type ShedBuckets = Map<number, number>;
 
-/** The histogram's buckets now; empty when the platform has no such metric (an older checkout). */
-export async function scrapeShedBuckets(metricsUrl: string): Promise<ShedBuckets> {
+/**
+ * The shed-answer histogram's buckets now (empty when the platform has no such metric: an older
+ * checkout), and the platform's event-loop delay since the previous scrape (ms; prom-client's
+ * default metrics reset it at every scrape).
+ */
+export async function scrapePlatform(metricsUrl: string) {
   const response = await fetch(`${metricsUrl}/metrics`);
   if (!response.ok) throw new Error(`${metricsUrl}/metrics answered ${response.status}`);
-  const buckets: ShedBuckets = new Map();
+  const shed: ShedBuckets = new Map();
+  const loopDelay = { p99: NaN, max: NaN };
   for (const sample of parseMetrics(await response.text())) {
+    if (sample.name === 'nodejs_eventloop_lag_p99_seconds') loopDelay.p99 = ms(sample.value);
+    if (sample.name === 'nodejs_eventloop_lag_max_seconds') loopDelay.max = ms(sample.value);
     if (sample.name !== BUCKET) continue;
     const le = sample.labels.le === '+Inf' ? Infinity : Number(sample.labels.le);
-    buckets.set(le, (buckets.get(le) ?? 0) + sample.value);
+    shed.set(le, (shed.get(le) ?? 0) + sample.value);
   }
-  return buckets;
+  return { shed, loopDelay };
 }
+
+const ms = (seconds: number) => Math.round(seconds * 1e4) / 10;
 
 export interface ShedTiming {
   /** Shed answers timed in the round. */
