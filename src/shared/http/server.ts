@@ -24,9 +24,9 @@ export function answerBeforeKoa(app: Koa, beforeKoa: BeforeKoa): void {
 
 /**
  * Connections the kernel keeps waiting for accept() per listening socket. Node's default (511)
- * overflowed under a flood of one address reconnecting after each answer (13,451 overflows in a
- * 20 s flood, each a SYN dropped and retried a second later, 0 at 4096); the kernel caps it at
- * net.core.somaxconn.
+ * overflowed under bench:load --flood (up to ~550 connections waiting while the event loop
+ * stalled: 3,084 and 646 dropped in two 20 s rounds, each retried by its client a second later;
+ * none at 4096); the kernel caps it at net.core.somaxconn.
  */
 export const LISTEN_BACKLOG = 4096;
 
