@@ -15,6 +15,13 @@
 // platform's CPU time per flood request and the load average, beside the goal: sign-in p99 < 1 s,
 // snapshot p99 < 200 ms, readiness 200 throughout, every shed answer 429/503 with Retry-After
 // within 100 ms, zero 500s, and no abandoned SQL running 2 s after the flood's requests ended.
+// Shed answers are timed three ways: by the platform itself (http_shed_answer_duration_seconds,
+// from the request's arrival at its HTTP server to the answer handed to the socket, scraped
+// before and after the round: shedTiming.ts), by an open-loop probe process beside the attacker
+// (2 requests every 10 ms from the attacker's address: floodProbe.ts), and by the attacker's own
+// starved clients; each client process's event-loop delay is printed with them.
+// FLOOD_ADDRESSES=n spreads the attacker and the probe over the source addresses 127.0.0.2 …
+// (n client addresses for the API's limits; floodHttp.ts).
 import { benchDatabaseUrl, recreateDatabase } from '../shared/databases.ts';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +34,7 @@ import { createUser } from '../../src/api/identity/users.ts';
 import { createDatabasePool } from '../../src/shared/db/pool.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { runRound, summary, type Latencies, type RoundResult } from './floodRound.ts';
+import { describeShedTiming } from './shedTiming.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CLIENTS = Number(process.env.FLOOD_CLIENTS ?? 200);
@@ -35,6 +43,7 @@ const CLIENT_TIMEOUT_MS = Number(process.env.FLOOD_CLIENT_TIMEOUT_MS ?? 3000);
 const BASELINE = process.env.FLOOD_BASELINE ? resolve(process.env.FLOOD_BASELINE) : undefined;
 const ROUNDS = Number(process.env.FLOOD_ROUNDS ?? (BASELINE ? 3 : 1));
 const DB = process.env.FLOOD_DATABASE ?? 'bench_load_flood';
+const ADDRESSES = Number(process.env.FLOOD_ADDRESSES ?? 0);
 const dbUrl = benchDatabaseUrl(DB);
 const ACCOUNT = { email: 'flood@example.com', username: 'flood', password: 'flood passphrase' };
 
@@ -62,11 +71,33 @@ async function prepareDatabase() {
 
 const countsOf = (m: Map<number | string, number>) =>
   [...m].map(([status, n]) => `${status}: ${n}`).join(', ');
+const tallied = (names: string[]) => {
+  const counts = new Map<string, number>();
+  for (const name of names) counts.set(name, (counts.get(name) ?? 0) + 1);
+  return counts;
+};
 const total = (m: Map<number, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 const notReady = (m: Map<number, number>) =>
   [...m].filter(([s]) => s !== 200).reduce((sum, [, n]) => sum + n, 0);
 const latency = (l: Latencies) =>
   `${l.p99} (p50 ${l.p50}, n ${l.n}; slowest at ${l.slowestAt.join(', ')} s)`;
+
+function probeSummary(r: RoundResult): string {
+  if (!r.probe) return 'no probe (clients in this process)';
+  const shed = summary(r.probe.shed);
+  const fast = r.probe.shed.filter(([ms]) => ms <= 100).length;
+  const failed = r.probe.failed;
+  const failures = failed.length
+    ? `; no answer: ${countsOf(tallied(failed.map(([, name]) => name)))}, sent at ` +
+      `${Math.min(...failed.map(([at]) => at)).toFixed(1)}–` +
+      `${Math.max(...failed.map(([at]) => at)).toFixed(1)} s`
+    : '';
+  return (
+    `${countsOf(new Map(Object.entries(r.probe.statuses)))}; shed p50 ${shed.p50} ms, ` +
+    `p99 ${shed.p99} ms (slowest sent at ${shed.slowestAt.join(', ')} s); ${fast} of ` +
+    `${shed.n} within 100 ms; ${r.probe.shedWithoutRetryAfter} without Retry-After${failures}`
+  );
+}
 
 /** The measures of one round, each beside its goal. */
 function measures(r: RoundResult): Array<[string, string, string]> {
@@ -96,11 +127,34 @@ function measures(r: RoundResult): Array<[string, string, string]> {
       '0',
     ],
     [
-      'shed answers (429/503)',
+      "shed answers, the platform's own time (arrival to socket)",
+      describeShedTiming(r.platformShed),
+      'all within 100 ms',
+    ],
+    ['shed answers to the open-loop probe (end to end)', probeSummary(r), 'all with Retry-After'],
+    [
+      "shed answers to the attacker's clients (end to end)",
       `${shed.n}; p50 ${shed.p50} ms, p99 ${shed.p99} ms; ${shedFast} within 100 ms; ` +
         `${r.tally.shedWithoutRetryAfter} without Retry-After`,
-      'all within 100 ms, all with Retry-After',
+      'all with Retry-After',
     ],
+    [
+      'event-loop delay p99 / max (ms): attacker; probe',
+      `${r.tally.loopDelay.p99} / ${r.tally.loopDelay.max}; ` +
+        (r.probe ? `${r.probe.loopDelay.p99} / ${r.probe.loopDelay.max}` : 'no probe'),
+      '',
+    ],
+    [
+      'platform event-loop delay p99 / max (ms)',
+      `${r.platformLoopDelay.p99} / ${r.platformLoopDelay.max}`,
+      '',
+    ],
+    [
+      "API's accept queue: largest; samples with connections waiting",
+      `${r.acceptQueue.largest}; ${r.acceptQueue.waiting} of ${r.acceptQueue.samples}`,
+      '',
+    ],
+    ['connections dropped on a full accept queue (machine-wide)', String(r.listenOverflows), '0'],
     ['500s, or no answer to a measuring client', String(r.s500), '0'],
     ['abandoned SQL running 2 s after the requests ended', String(r.abandoned.length), '0'],
   ];
@@ -129,6 +183,7 @@ export async function runFlood() {
           clients: CLIENTS,
           seconds: SECONDS,
           clientTimeoutMs: CLIENT_TIMEOUT_MS,
+          addresses: ADDRESSES,
           clientsInProcess: process.env.FLOOD_CLIENTS_PROCESS === 'same',
           platformNodeArgs: (process.env.FLOOD_PLATFORM_NODE_ARGS ?? '').split(' ').filter(Boolean),
         });
@@ -145,7 +200,7 @@ export async function runFlood() {
   }
   console.log(
     `\n${CLIENTS} anonymous clients for ${SECONDS} s (each gives up after ${CLIENT_TIMEOUT_MS} ms), ` +
-      `against platform start --role all\n`,
+      `from ${ADDRESSES > 0 ? `${ADDRESSES} addresses` : 'one address'}, against platform start --role all\n`,
   );
   const table = results.map(({ result }) => measures(result));
   console.log(`| measure | ${results.map((r) => r.name).join(' | ')} | goal |`);

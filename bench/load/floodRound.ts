@@ -4,17 +4,15 @@
 // both /health/ready. Returns what the round measured; flood.ts prints the rounds side by side.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
-import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql, type DatabasePool } from 'slonik';
+import { cpuSecondsOf, listenOverflows, sampleAcceptQueue, startChild } from './benchChildren.ts';
 import { runFloodClients, type FloodOptions, type FloodTally } from './floodClients.ts';
-
-// USER_HZ: 100 on every Linux build Node supports.
-const CLOCK_TICKS_PER_SECOND = 100;
+import type { ProbeTally } from './floodProbe.ts';
+import { scrapePlatform, shedTiming, type ShedTiming } from './shedTiming.ts';
 
 export interface RoundOptions {
   /** The checkout whose bin/platform.mjs runs (this one, or a baseline's). */
@@ -29,6 +27,8 @@ export interface RoundOptions {
   clients: number;
   seconds: number;
   clientTimeoutMs: number;
+  /** FLOOD_ADDRESSES: source addresses the attacker and the probe rotate over (0: 127.0.0.1). */
+  addresses: number;
   /** FLOOD_CLIENTS_PROCESS=same runs the attacker inside this process. */
   clientsInProcess: boolean;
   /** Options for the platform's node (e.g. --cpu-prof). */
@@ -46,6 +46,16 @@ export interface Latencies {
 
 export interface RoundResult {
   tally: FloodTally;
+  /** The open-loop probe's tally (none when the clients ran in this process). */
+  probe?: ProbeTally;
+  /** The platform's own timing of its shed answers (undefined: not recorded by that checkout). */
+  platformShed?: ShedTiming;
+  /** Connections dropped on a full accept queue during the round, machine-wide. */
+  listenOverflows: number;
+  /** The API's accept queue, sampled every 100 ms: the largest, and samples with any waiting. */
+  acceptQueue: { largest: number; samples: number; waiting: number };
+  /** The platform's event-loop delay over the round (ms), from its own /metrics. */
+  platformLoopDelay: { p99: number; max: number };
   signIn: Latencies;
   signInStatuses: Map<number, number>;
   apiSnapshot: Latencies;
@@ -66,18 +76,6 @@ async function freePort(): Promise<number> {
   probe.close();
   await once(probe, 'close');
   return port;
-}
-
-/** CPU time (user + system, all threads) a process has used so far, from /proc (Linux). */
-function cpuSecondsOf(pid: number | undefined): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return NaN;
-  }
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -129,42 +127,28 @@ async function waitReady(url: string, deadlineMs: number) {
 }
 
 /**
- * The attacker's clients, by default in a child process of their own (an attacker is not inside
- * the measuring process, on the event loop that times the sign-ins and snapshots).
+ * The attacker's clients and the probe, by default each in a child process of its own (an
+ * attacker is not inside the measuring process, on the event loop that times the sign-ins and
+ * snapshots); FLOOD_CLIENTS_PROCESS=same runs the clients here, without a probe.
  */
-function startFlood(
-  options: FloodOptions,
-  node: string,
-  inProcess: boolean,
-): { started: Promise<void>; tally: Promise<FloodTally> } {
-  if (inProcess) return { started: Promise.resolve(), tally: runFloodClients(options) };
-  const child = spawn(node, [join(import.meta.dirname, 'floodClients.ts')], {
-    env: {
-      ...process.env,
-      FLOOD_API_URL: options.apiUrl,
-      FLOOD_CLIENTS: String(options.clients),
-      FLOOD_SECONDS: String(options.seconds),
-      FLOOD_CLIENT_TIMEOUT_MS: String(options.timeoutMs),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout });
-  const output = (async () => {
-    const read: string[] = [];
-    for await (const line of lines) read.push(line);
-    return read;
-  })();
-  let onStarted = () => {};
-  const started = new Promise<void>((resolve) => (onStarted = resolve));
-  lines.once('line', () => onStarted());
-  const tally = (async () => {
-    const [code] = (await once(child, 'exit')) as [number | null];
-    const read = await output;
-    onStarted();
-    if (code !== 0 || read.length < 2) throw new Error(`flood clients exited with ${code}`);
-    return JSON.parse(read.at(-1)!) as FloodTally;
-  })();
-  return { started, tally };
+function startFlood(options: FloodOptions, node: string, inProcess: boolean) {
+  if (inProcess) {
+    return { started: Promise.resolve(), tally: runFloodClients(options), probe: undefined };
+  }
+  const env = {
+    FLOOD_API_URL: options.apiUrl,
+    FLOOD_CLIENTS: String(options.clients),
+    FLOOD_SECONDS: String(options.seconds),
+    FLOOD_CLIENT_TIMEOUT_MS: String(options.timeoutMs),
+    FLOOD_ADDRESSES: String(options.addresses),
+  };
+  const clients = startChild<FloodTally>(node, 'floodClients.ts', env);
+  const probe = startChild<ProbeTally>(node, 'floodProbe.ts', env);
+  return {
+    started: Promise.all([clients.started, probe.started]).then(() => {}),
+    tally: clients.tally,
+    probe: probe.tally,
+  };
 }
 
 function startPlatform(options: RoundOptions, ports: number[]) {
@@ -205,12 +189,17 @@ export async function runRound(options: RoundOptions): Promise<RoundResult> {
   try {
     await waitReady(data, 120_000);
     await waitReady(api, 120_000);
+    // Read before the attacker and the probe start: the difference after is the round's.
+    const shedBefore = await scrapePlatform(data);
+    const overflowsBefore = listenOverflows();
+    const acceptQueue = sampleAcceptQueue(ports[0]!);
     const flood = startFlood(
       {
         apiUrl: api,
         clients: options.clients,
         seconds: options.seconds,
         timeoutMs: options.clientTimeoutMs,
+        addresses: options.addresses,
       },
       options.node,
       options.clientsInProcess,
@@ -270,14 +259,19 @@ export async function runRound(options: RoundOptions): Promise<RoundResult> {
       }
     };
 
-    const [tally] = await Promise.all([
+    const [tally, probe] = await Promise.all([
       flood.tally,
+      flood.probe,
       signInClient(),
       snapshotClient(),
       readinessClient(),
     ]);
     const platformCpuSeconds = cpuSecondsOf(platform.pid) - cpuBefore;
     const load = loadavg();
+    const overflows = listenOverflows() - overflowsBefore;
+    const acceptQueueSeen = acceptQueue();
+    const after = await scrapePlatform(data);
+    const platformShed = shedTiming(shedBefore.shed, after.shed);
     await sleep(Math.max(0, tally.endedAt + 2000 - Date.now()));
     const abandoned = await options.pool.any(sql.unsafe`
       SELECT left(query, 80) AS query, now() - query_start AS running_for
@@ -291,6 +285,11 @@ export async function runRound(options: RoundOptions): Promise<RoundResult> {
     ];
     return {
       tally,
+      probe,
+      platformShed,
+      listenOverflows: overflows,
+      acceptQueue: acceptQueueSeen,
+      platformLoopDelay: after.loopDelay,
       signIn: summary(signIns),
       signInStatuses,
       apiSnapshot: summary(apiSnapshots),

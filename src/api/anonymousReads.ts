@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { OverloadedError } from '../shared/errors.ts';
-import { httpRequestsShed } from '../shared/metrics.ts';
+import { shedAnswers } from '../shared/http/shedAnswers.ts';
 import { currentUserId } from './session/requireUser.ts';
 
 // Anonymous callers may ask the public history and candle routes for years of minutes: each such
@@ -16,6 +16,8 @@ import { currentUserId } from './session/requireUser.ts';
 // they have their own, looser rate limit and the data module's limit.
 
 const GROUP = 'anonymous market read';
+// No waiting room: recorded as the gates record a full queue.
+const shed = shedAnswers(GROUP, 'queue_full');
 
 export class AnonymousReadBudget {
   private inUse = 0;
@@ -37,8 +39,7 @@ export class AnonymousReadBudget {
   admit(ctx: Context, points: number): void {
     if (currentUserId(ctx) !== undefined) return;
     if (this.inUse > 0 && this.inUse + points > this.maxPoints) {
-      // No waiting room: counted as the gates count a full queue.
-      httpRequestsShed.inc({ route_group: GROUP, reason: 'queue_full' });
+      shed(ctx.req, ctx.res);
       throw new OverloadedError(
         1,
         `Too many ${GROUP}s at once (${this.inUse} of ${this.maxPoints} points in progress); ` +

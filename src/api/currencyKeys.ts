@@ -1,5 +1,6 @@
 import { NotFoundError, UnprocessableError } from '../shared/errors.ts';
-import type { DataClient, DisplayCurrency } from './dataClient.ts';
+import type { DisplayCurrency } from './dataAnswers.ts';
+import type { DataClient } from './dataClient.ts';
 
 // The old web front end names currencies by name ("Bitcoin") where the contract uses codes.
 // Every route that takes either resolves it here, against the data module's currency list.

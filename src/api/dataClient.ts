@@ -1,61 +1,24 @@
-import { z } from 'zod';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import type { z } from 'zod';
 import { abandonmentSignal, RequestAbandonedError } from '../shared/abandonment.ts';
 import type { ChangeEvents } from '../shared/db/changeEvents.ts';
 import { DependencyUnavailableError, OverloadedError } from '../shared/errors.ts';
 import type { Logger } from '../shared/logger.ts';
 import { counter } from '../shared/metrics.ts';
+import {
+  candles,
+  currencyList,
+  timeValues,
+  type Candle,
+  type CandleWindow,
+  type DisplayCurrency,
+  type ForwardedAnswer,
+  type PassedOnJson,
+  type PricePoint,
+} from './dataAnswers.ts';
 
 // The API's one way to market data: the data module over HTTP, with its service token.
-
-const displayCurrency = z.object({
-  currencyName: z.string(),
-  currencyCode: z.string(),
-  value: z.number(),
-  logoUrl: z.string(),
-  lastUpdated: z.string(),
-  // The 24-hour statistics (null without a price in the last day).
-  open24h: z.number().nullable().default(null),
-  high24h: z.number().nullable().default(null),
-  low24h: z.number().nullable().default(null),
-  volume24h: z.number().nullable().default(null),
-  change24h: z.number().nullable().default(null),
-});
-export type DisplayCurrency = z.infer<typeof displayCurrency>;
-
-const currencyList = z.object({ currencies: z.array(displayCurrency) });
-const timeValues = z.array(z.object({ timestamp: z.string(), value: z.number() }));
-const candles = z.array(
-  z.object({
-    timestamp: z.string(),
-    open: z.number().nullable(),
-    high: z.number().nullable(),
-    low: z.number().nullable(),
-    close: z.number().nullable(),
-    volume: z.number(),
-    count: z.number(),
-  }),
-);
-export type Candle = z.infer<typeof candles>[number];
-
-export interface CandleWindow {
-  hours: number;
-  intervalSeconds: number;
-  /** IANA zone: buckets of a day or more start at its local midnight. */
-  timeZone?: string;
-}
-
-export interface PricePoint {
-  /** Bucket start, epoch milliseconds. */
-  time: number;
-  value: number;
-}
-
-export interface ForwardedAnswer {
-  status: number;
-  body: unknown;
-  /** Retry-After and WWW-Authenticate, when the data module sent them. */
-  headers: Record<string, string>;
-}
 
 export interface DataClientOptions {
   baseUrl: string;
@@ -91,6 +54,10 @@ const dataCalls = counter(
 );
 
 const UNAVAILABLE = 'The market-data module is unavailable; try again shortly.';
+
+function historyPath(code: string, hours: number, intervalSeconds: number): string {
+  return `/data/currency/history/${encodeURIComponent(code)}?hours=${hours}&intervalSeconds=${intervalSeconds}`;
+}
 const PAGE = 1000;
 
 export class DataClient {
@@ -155,14 +122,44 @@ export class DataClient {
    * the query too (the snapshot is shared by many requests and never aborted by one).
    */
   async history(code: string, hours: number, intervalSeconds: number): Promise<PricePoint[]> {
-    const path = `/data/currency/history/${encodeURIComponent(code)}?hours=${hours}&intervalSeconds=${intervalSeconds}`;
-    const response = await this.request(path, 'history', abandonmentSignal());
-    if (response.status === 204 || response.status === 404) {
-      await response.body?.cancel();
-      return [];
-    }
+    const response = await this.answerOrNothing(
+      historyPath(code, hours, intervalSeconds),
+      'history',
+    );
+    if (!response) return [];
     const points = await this.readJson(response, 'history', timeValues);
     return points.map((p) => ({ time: Date.parse(p.timestamp), value: p.value }));
+  }
+
+  /**
+   * The history answer's JSON bytes as the data module sends them, for an answer passed on as
+   * it is: nothing parsed, validated or encoded again on the API's event loop (a two-year answer
+   * at one minute is ~48,000 points). Undefined when there is none (no data, unknown code); a
+   * body that is not JSON fails with 503. Aborted with an abandoned request, streaming included.
+   */
+  async historyJson(
+    code: string,
+    hours: number,
+    intervalSeconds: number,
+  ): Promise<PassedOnJson | undefined> {
+    const route = 'history';
+    const response = await this.answerOrNothing(historyPath(code, hours, intervalSeconds), route);
+    if (!response) return undefined;
+    const type = response.headers.get('content-type') ?? '';
+    if (response.status !== 200 || !response.body || !/^application\/json\b/i.test(type)) {
+      await response.body?.cancel();
+      dataCalls.inc({ route, outcome: 'unexpected_body' });
+      this.options.logger.error(
+        { route, status: response.status, type },
+        'unexpected data-module answer',
+      );
+      throw new DependencyUnavailableError(UNAVAILABLE);
+    }
+    const length = Number(response.headers.get('content-length'));
+    return {
+      body: Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>),
+      ...(Number.isSafeInteger(length) && length > 0 ? { length } : {}),
+    };
   }
 
   /**
@@ -176,12 +173,22 @@ export class DataClient {
     });
     if (window.timeZone) query.set('tz', window.timeZone);
     const path = `/data/candles/${encodeURIComponent(code)}?${query.toString()}`;
-    const response = await this.request(path, 'candles', abandonmentSignal());
+    const response = await this.answerOrNothing(path, 'candles');
+    if (!response) return [];
+    return this.readJson(response, 'candles', candles);
+  }
+
+  /**
+   * A market read for the current request (aborted with it): its answer, or undefined, its body
+   * let go, when there is nothing to read (204: no data in the window; 404: unknown currency).
+   */
+  private async answerOrNothing(path: string, route: string): Promise<Response | undefined> {
+    const response = await this.request(path, route, abandonmentSignal());
     if (response.status === 204 || response.status === 404) {
       await response.body?.cancel();
-      return [];
+      return undefined;
     }
-    return this.readJson(response, 'candles', candles);
+    return response;
   }
 
   /**

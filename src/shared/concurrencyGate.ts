@@ -14,8 +14,16 @@ export interface ConcurrencyGateOptions {
   busyMessage?: string | ((reason: GateRefusal) => string);
   /** Told the running and waiting counts after every change (a gauge). */
   onChange?: (running: number, waiting: number) => void;
-  /** Told every refusal and its reason (a counter). */
-  onRefused?: (reason: GateRefusal) => void;
+}
+
+/** A gate's refusal (503 with Retry-After), with its reason for whoever counts refusals. */
+export class GateRefusedError extends OverloadedError {
+  readonly reason: GateRefusal;
+
+  constructor(reason: GateRefusal, retryAfterSeconds: number, message: string) {
+    super(retryAfterSeconds, message);
+    this.reason = reason;
+  }
 }
 
 export interface AcquireOptions {
@@ -60,7 +68,7 @@ export class ConcurrencyGate {
   }
 
   /**
-   * Waits for a place and returns the function giving it back. Refused with OverloadedError (503
+   * Waits for a place and returns the function giving it back. Refused with GateRefusedError (503
    * with Retry-After) when the queue is full, the signal aborts or `maxWaitMs` passes; a refused
    * wait leaves the queue at once.
    */
@@ -120,10 +128,10 @@ export class ConcurrencyGate {
     this.changed();
   }
 
-  private refuse(reason: GateRefusal): OverloadedError {
-    this.options.onRefused?.(reason);
+  private refuse(reason: GateRefusal): GateRefusedError {
     const { busyMessage = 'Too busy; try again shortly', retryAfterSeconds = 1 } = this.options;
-    return new OverloadedError(
+    return new GateRefusedError(
+      reason,
       retryAfterSeconds,
       typeof busyMessage === 'function' ? busyMessage(reason) : busyMessage,
     );

@@ -33,6 +33,19 @@ export const httpRequestsShed = new Counter({
   registers: [metricsRegistry],
 });
 
+/**
+ * The platform's own time to refuse (src/shared/http/shedAnswers.ts): from a request's arrival at
+ * the HTTP server's request listener to its 429/503 handed to the socket, by the same route group
+ * and reason as http_requests_shed_total. A bucket ends at 100 ms, the goal for a shed answer.
+ */
+export const httpShedAnswerDuration = new Histogram({
+  name: 'http_shed_answer_duration_seconds',
+  help: "Time from a shed request's arrival at the HTTP server to its 429/503 handed to the socket, by route group and reason.",
+  labelNames: ['route_group', 'reason'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [metricsRegistry],
+});
+
 /** Creates a metric once per process; later calls (a second app in the same process) reuse it. */
 export function counter<L extends string>(name: string, help: string, labelNames: readonly L[]) {
   return (

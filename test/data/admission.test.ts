@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { httpRequestsShed } from '../../src/shared/metrics.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
 import { startDataModule, type DataModuleHarness } from '../support/dataModule.ts';
 import { getJson } from '../support/http.ts';
 import { setSnapshot } from '../support/prices.ts';
 import { post, predictionRequest } from '../support/signals.ts';
+import { shedTally, untilShedAndTimed } from '../support/shedAnswers.ts';
 import { lockPrices, runningQueries } from '../support/slowReads.ts';
 import { until } from '../support/wait.ts';
 
@@ -30,14 +30,6 @@ function fire(urls: string[], token?: string) {
     ),
   );
   return { answers, abort: () => controller.abort(), settled: () => Promise.all(all) };
-}
-
-/** http_requests_shed_total for one route group and reason. */
-async function shedCount(group: string, reason: string): Promise<number> {
-  const { values } = await httpRequestsShed.get();
-  return (
-    values.find((v) => v.labels.route_group === group && v.labels.reason === reason)?.value ?? 0
-  );
 }
 
 function expectShed(answer: Answer) {
@@ -81,7 +73,7 @@ describe('concurrency gates of the data module', () => {
   ])(
     '%s: a full gate and queue shed at once with 503 + Retry-After, while health, snapshots and writes are served',
     async (group, limit, path) => {
-      const shedBefore = await shedCount(group, 'queue_full');
+      const shedBefore = await shedTally(group, 'queue_full');
       const lock = await lockPrices(data.runtime.pgPool);
       const url = `${data.server.url}${path()}`;
       const admitted = fire(
@@ -102,7 +94,11 @@ describe('concurrency gates of the data module', () => {
         );
         await until(async () => burst!.answers.length >= 5, 60_000, 'the shed answers');
         for (const answer of burst.answers) expectShed(answer);
-        expect(await shedCount(group, 'queue_full')).toBe(shedBefore + burst.answers.length);
+        // Each counted, and its answer timed by the data module itself.
+        const shed = burst.answers.length;
+        const shedAfter = await untilShedAndTimed(group, 'queue_full', shedBefore, shed);
+        expect(shedAfter.shed - shedBefore.shed).toBe(shed);
+        expect(shedAfter.timed - shedBefore.timed).toBe(shed);
 
         // Bounded only so that a regression fails instead of hanging.
         const signal = AbortSignal.timeout(60_000);

@@ -96,6 +96,7 @@ describe('HTTP metrics after real requests', () => {
     expect(Object.fromEntries(declared)).toMatchObject({
       http_server_request_duration_seconds: 'histogram',
       http_requests_shed_total: 'counter',
+      http_shed_answer_duration_seconds: 'histogram',
       ingest_rows_inserted_total: 'counter',
       ingest_rows_duplicate_total: 'counter',
       ingest_rows_rejected_total: 'counter',

@@ -1,5 +1,6 @@
 import type { PriceTick } from '../../data/prices/priceEvents.ts';
-import type { DataClient, DisplayCurrency } from '../dataClient.ts';
+import type { DisplayCurrency } from '../dataAnswers.ts';
+import type { DataClient } from '../dataClient.ts';
 import type { LivePrice } from './messages.ts';
 
 const NO_DAY_STATS = {

@@ -1,5 +1,5 @@
 import { bucketStartMs } from '../../shared/time/bucketGrid.ts';
-import type { PricePoint } from '../dataClient.ts';
+import type { PricePoint } from '../dataAnswers.ts';
 import type { HoldingChange } from './holdings.ts';
 
 // Portfolio history: the holdings timeline joined with price history at one resolution. Buckets

@@ -1,4 +1,5 @@
-import type { DataClient, PricePoint } from '../dataClient.ts';
+import type { PricePoint } from '../dataAnswers.ts';
+import type { DataClient } from '../dataClient.ts';
 import { MAX_HOURS } from '../../shared/http/queryParams.ts';
 import { longestHoursWithin } from '../../shared/time/bucketGrid.ts';
 import { currenciesToPrice, historyBuckets } from './history.ts';

@@ -1,4 +1,4 @@
-import type { DisplayCurrency } from '../dataClient.ts';
+import type { DisplayCurrency } from '../dataAnswers.ts';
 import type { HoldingRow, PortfolioRow } from './holdings.ts';
 
 // The Portfolio and profit figures of the contract, from holdings and current prices.

@@ -1,9 +1,14 @@
 import type { Context, Next } from 'koa';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { ConcurrencyGate, type GateRefusal } from '../concurrencyGate.ts';
+import {
+  ConcurrencyGate,
+  GateRefusedError,
+  type GateRefusal,
+  type ReleasePlace,
+} from '../concurrencyGate.ts';
 import { RateLimitedError } from '../errors.ts';
-import { httpRequestsShed } from '../metrics.ts';
 import { requestSignal } from './requestAbort.ts';
+import { gateShedAnswers, shedAnswers, type GateShedReason } from './shedAnswers.ts';
 
 // Admission control in front of expensive work: a burst is answered early (503 or 429 with
 // Retry-After) instead of queueing into time-outs, while the work admitted keeps its speed.
@@ -22,7 +27,7 @@ export type RouteGate = (ctx: Context, next: Next) => Promise<void>;
 
 /**
  * Koa middleware limiting an HTTP route's concurrency, with a short bounded queue; past it a
- * request is refused with OverloadedError (503 with Retry-After). A place is held until the
+ * request is refused with GateRefusedError (503 with Retry-After), recorded as a shed answer. A place is held until the
  * response is over (sent, or its client gone), so a streamed export holds it while it streams,
  * and a wait ends when its client leaves or after `maxWaitMs`.
  */
@@ -32,17 +37,16 @@ export function routeGate(name: string, options: GateOptions): RouteGate {
     maxWaiting: options.queueLength,
     retryAfterSeconds: 1,
     busyMessage: (reason) => `Too many ${name} requests at once (${reason}); retry shortly.`,
-    onRefused: (reason) => countShed(name, reason),
   });
-  // Every series of the gate exists from the start, so its first refusal shows as a rate.
-  for (const reason of Object.values(SHED_REASONS)) {
-    httpRequestsShed.inc({ route_group: name, reason }, 0);
-  }
+  const shed = gateShedAnswers(name);
   return async function admit(ctx: Context, next: Next) {
-    const release = await gate.acquire({
-      signal: requestSignal(ctx),
-      maxWaitMs: options.maxWaitMs,
-    });
+    let release: ReleasePlace;
+    try {
+      release = await gate.acquire({ signal: requestSignal(ctx), maxWaitMs: options.maxWaitMs });
+    } catch (error) {
+      if (error instanceof GateRefusedError) shed[SHED_REASONS[error.reason]](ctx.req, ctx.res);
+      throw error;
+    }
     const res = ctx.res;
     if (res.writableFinished || res.destroyed) release();
     else res.once('close', release);
@@ -50,18 +54,11 @@ export function routeGate(name: string, options: GateOptions): RouteGate {
   };
 }
 
-const SHED_REASONS: Record<GateRefusal, string> = {
+const SHED_REASONS: Record<GateRefusal, GateShedReason> = {
   'queue full': 'queue_full',
   'waited too long': 'waited_too_long',
   'client gone': 'client_gone',
 };
-
-function countShed(group: string, reason: GateRefusal | 'rate limited'): void {
-  httpRequestsShed.inc({
-    route_group: group,
-    reason: reason === 'rate limited' ? 'rate_limited' : SHED_REASONS[reason],
-  });
-}
 
 export interface RateLimitOptions {
   /** Requests allowed per window and key; 0 turns the limit off. */
@@ -90,7 +87,7 @@ export interface RateLimit {
 /** Koa middleware: at most `points` requests per window per client, else 429 with Retry-After. */
 export function rateLimit(options: RateLimitOptions): RateLimit {
   const refusalMessage = `Too many ${options.name} requests from this client; see Retry-After.`;
-  httpRequestsShed.inc({ route_group: options.name, reason: 'rate_limited' }, 0);
+  const shed = shedAnswers(options.name, 'rate_limited');
   if (options.points <= 0) {
     const unlimited = async (_ctx: Context, next: Next) => {
       await next();
@@ -107,7 +104,7 @@ export function rateLimit(options: RateLimitOptions): RateLimit {
       await limiter.consume(options.key(ctx));
     } catch (rejection) {
       if (rejection instanceof RateLimiterRes) {
-        countShed(options.name, 'rate limited');
+        shed(ctx.req, ctx.res);
         throw new RateLimitedError(rejection.msBeforeNext / 1000, refusalMessage);
       }
       throw rejection;

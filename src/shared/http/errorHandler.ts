@@ -6,7 +6,7 @@ import {
   StatementCancelledError,
   StatementTimeoutError,
 } from 'slonik';
-import { AppError } from '../errors.ts';
+import { AppError, OverloadedError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { refuseRestOfBody } from './oversizedBody.ts';
 
@@ -134,7 +134,10 @@ export function errorHandler(logger: Logger) {
       }
     } catch (error) {
       const { status, body, headers } = toHttpError(error);
-      if (status >= 500) {
+      // A refusal at capacity (ours, counted and timed in shedAnswers.ts, or the data module's
+      // passed on) is deliberate back-pressure: under a flood, a stack per refusal would only be
+      // a flood of error lines.
+      if (status >= 500 && !(error instanceof OverloadedError)) {
         const requestLogger = (ctx.state.logger as Logger | undefined) ?? logger;
         requestLogger.error({ err: error }, 'request failed');
       }

@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import helmet from 'helmet';
 import { retryAfterValue } from '../errors.ts';
-import { httpRequestDuration, httpRequestsShed } from '../metrics.ts';
+import { httpRequestDuration } from '../metrics.ts';
 import { requestIdFrom } from './requestContext.ts';
 import { refusalBody, routeFor, type EarlyRefusalRoute } from './shedEarly.ts';
+import { shedAnswers } from './shedAnswers.ts';
 
 // Refusing a client already over a route's rate limit at the top of the Koa stack (shedEarly.ts)
 // still builds a Koa context, runs the security-header middleware (a dozen setHeader calls),
@@ -72,10 +73,7 @@ export function refuseBeforeKoa(routes: EarlyRefusalRoute[], options: BeforeKoaO
         ...route,
         body,
         headers: [...common, 'Content-Length', String(body.length)],
-        shed: httpRequestsShed.labels({
-          route_group: route.refusal.limit.group,
-          reason: 'rate_limited',
-        }),
+        shed: shedAnswers(route.refusal.limit.group, 'rate_limited'),
         duration,
       };
     });
@@ -99,6 +97,7 @@ export function refuseBeforeKoa(routes: EarlyRefusalRoute[], options: BeforeKoaO
           next();
           return;
         }
+        route!.shed(req, res);
         res.writeHead(429, [
           ...route!.headers,
           'Retry-After',
@@ -107,7 +106,6 @@ export function refuseBeforeKoa(routes: EarlyRefusalRoute[], options: BeforeKoaO
           requestIdFrom(req.headers['x-request-id']),
         ]);
         res.end(route!.body);
-        route!.shed.inc();
         route!.duration(req.method!).observe(Number(process.hrtime.bigint() - started) / 1e9);
       },
       // Whatever failed here, the full stack judges the request (and maps any error).

@@ -3,6 +3,7 @@ import { trace } from '@opentelemetry/api';
 import type { Context, Next } from 'koa';
 import type { Logger } from '../logger.ts';
 import { httpActiveRequests, httpRequestDuration } from '../metrics.ts';
+import { isShedAnswer } from './shedAnswers.ts';
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 const OPERATIONAL_PATH = /^\/(metrics|health\/(live|ready)|actuator\/health)$/;
@@ -42,9 +43,10 @@ export function requestContext(service: string, logger: Logger) {
         { service, method: ctx.method, route: String(route), status_code: String(ctx.status) },
         seconds,
       );
-      // Probes and scrapes arrive every few seconds; they only matter when they fail.
+      // Probes and scrapes arrive every few seconds; they only matter when they fail. A shed
+      // answer (503 at capacity) is back-pressure, not a failure: logged as a 4xx is.
       const level =
-        ctx.status >= 500
+        ctx.status >= 500 && !isShedAnswer(ctx.res)
           ? 'error'
           : OPERATIONAL_PATH.test(ctx.path) && ctx.status < 400
             ? 'debug'

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import type { BeforeKoa } from './refuseBeforeKoa.ts';
+import { markArrival } from './shedAnswers.ts';
 
 export interface RunningServer {
   server: http.Server;
@@ -21,13 +22,28 @@ export function answerBeforeKoa(app: Koa, beforeKoa: BeforeKoa): void {
   beforeKoaOf.set(app, beforeKoa);
 }
 
+/**
+ * Connections the kernel keeps waiting for accept() per listening socket. Node's default (511)
+ * overflowed under bench:load --flood (up to ~550 connections waiting while the event loop
+ * stalled: 3,084 and 646 dropped in two 20 s rounds, each retried by its client a second later;
+ * none at 4096); the kernel caps it at net.core.somaxconn.
+ */
+export const LISTEN_BACKLOG = 4096;
+
 export async function listen(app: Koa, host: string, port: number): Promise<RunningServer> {
   const handler = app.callback();
   const beforeKoa = beforeKoaOf.get(app);
+  // Every request's arrival is stamped first: shed answers are timed from it (shedAnswers.ts).
   const server = http.createServer(
     beforeKoa
-      ? (req, res) => beforeKoa(req, res, () => void handler(req, res))
-      : (req, res) => void handler(req, res),
+      ? (req, res) => {
+          markArrival(req);
+          beforeKoa(req, res, () => void handler(req, res));
+        }
+      : (req, res) => {
+          markArrival(req);
+          void handler(req, res);
+        },
   );
   // Slow clients must not hold sockets forever.
   server.headersTimeout = 30_000;
@@ -35,7 +51,7 @@ export async function listen(app: Koa, host: string, port: number): Promise<Runn
   server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
       server.off('error', reject);
       resolve();
     });

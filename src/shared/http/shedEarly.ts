@@ -1,9 +1,10 @@
 import type { Context, Middleware, Next } from 'koa';
 import { RateLimitedError, retryAfterValue } from '../errors.ts';
-import { httpRequestDuration, httpRequestsShed } from '../metrics.ts';
+import { httpRequestDuration } from '../metrics.ts';
 import type { RateLimit } from './admission.ts';
 import { toHttpError } from './errorHandler.ts';
 import { requestIdOf } from './requestContext.ts';
+import { shedAnswers, type RecordShed } from './shedAnswers.ts';
 
 // A client that does not back off after a 429 fires again at once: refusing it through the whole
 // stack (request logger, sessions, cross-site guard, body parser, router, validation, a thrown
@@ -11,7 +12,7 @@ import { requestIdOf } from './requestContext.ts';
 // event loop behind hundreds of such refusals. Here a route's own rate limit is read first
 // (clientAddress and the security headers only before it), and a client already over it is
 // answered at once with a body encoded at start-up. Such refusals are counted (the request
-// histogram and http_requests_shed_total), not logged one by one: a flood must not become a
+// histogram and shedAnswers.ts), not logged one by one: a flood must not become a
 // flood of log lines.
 
 /** A route's rate limit, as the top of the stack can read it. */
@@ -40,6 +41,7 @@ export interface EarlyRefusalRoute {
 
 interface PreparedRoute extends EarlyRefusalRoute {
   body: Buffer;
+  shed: RecordShed;
 }
 
 /**
@@ -52,7 +54,11 @@ export function shedEarly(
   routes: EarlyRefusalRoute[],
   decorate: Middleware[] = [],
 ): Middleware {
-  const prepared: PreparedRoute[] = routes.map((route) => ({ ...route, body: refusalBody(route) }));
+  const prepared: PreparedRoute[] = routes.map((route) => ({
+    ...route,
+    body: refusalBody(route),
+    shed: shedAnswers(route.refusal.limit.group, 'rate_limited'),
+  }));
   return async function refuseOverLimit(ctx: Context, next: Next) {
     const started = process.hrtime.bigint();
     const route = routeFor(prepared, ctx.method, ctx.path);
@@ -62,6 +68,7 @@ export function shedEarly(
       await next();
       return;
     }
+    route!.shed(ctx.req, ctx.res);
     const refuse = async () => {
       ctx.status = 429;
       ctx.set('X-Request-Id', requestIdOf(ctx));
@@ -76,7 +83,6 @@ export function shedEarly(
       },
       refuse,
     )();
-    httpRequestsShed.inc({ route_group: route!.refusal.limit.group, reason: 'rate_limited' });
     httpRequestDuration.observe(
       { service, method: ctx.method, route: route!.route, status_code: '429' },
       Number(process.hrtime.bigint() - started) / 1e9,

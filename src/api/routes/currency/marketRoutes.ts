@@ -5,7 +5,8 @@ import { assertWithinPointCap, maxBucketsOverHours } from '../../../shared/time/
 import { defineRoute, type RouteRegistry } from '../../../shared/http/routes.ts';
 import type { EarlyRefusal } from '../../../shared/http/shedEarly.ts';
 import type { AnonymousReadBudget } from '../../anonymousReads.ts';
-import type { DataClient, DisplayCurrency } from '../../dataClient.ts';
+import type { DisplayCurrency } from '../../dataAnswers.ts';
+import type { DataClient } from '../../dataClient.ts';
 import { historyWindowQuery } from '../../../shared/http/queryParams.ts';
 import { findCurrency } from '../../currencyKeys.ts';
 import { performanceOf } from '../../performance.ts';
@@ -108,15 +109,16 @@ export function registerMarketRoutes(registry: RouteRegistry, deps: MarketRouteD
       errors: [400, 404, 429, 503],
       handler: async (ctx, { params, query }) => {
         await assertWindowAnswerable(deps, ctx, params.code, query);
-        const points = await deps.data.history(params.code, query.hours, query.intervalSeconds);
-        if (points.length === 0) {
+        // The data module's answer is this route's, byte for byte: passed on as it arrives, not
+        // parsed and encoded again on the API's event loop (tens of thousands of points).
+        const answer = await deps.data.historyJson(params.code, query.hours, query.intervalSeconds);
+        if (!answer) {
           ctx.status = 204;
           return;
         }
-        ctx.body = points.map((p) => ({
-          timestamp: new Date(p.time).toISOString(),
-          value: p.value,
-        }));
+        ctx.type = 'application/json';
+        if (answer.length !== undefined) ctx.length = answer.length;
+        ctx.body = answer.body;
       },
     }),
   );
