@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { followsWallClock } from '../../shared/time/bucketGrid.ts';
 import type { FillSeeds, SeedPoint } from './fillSeeds.ts';
 import { bucketSql, bucketStartsSql, ts, type RunBounds } from './gridSql.ts';
-import { CANDLE_IS_EMPTY, CANDLE_ITEM, OPEN_ITEM, type ItemShape } from './jsonText.ts';
+import { CANDLE_IS_EMPTY, candleItem, openItem, type ItemShape } from './jsonText.ts';
 import { levelNamed, type Level, type LevelName, type RollupMode } from './levels.ts';
 import { mergeAdjacent, type Segment } from './planner.ts';
 import type { CandleRequest } from './request.ts';
@@ -90,14 +90,27 @@ function segmentSource(code: string, segment: Segment, run?: LateralRun): SqlFra
              time AS first_time, time AS last_time
       FROM price_observations
       WHERE currency_code = ${code} AND time >= ${ts(segment.start)} AND time < ${ts(segment.end)}
-        ${withinRun(sql.fragment`time`, run)}`;
+        ${withinRun(sql.fragment`time`, run)} ${runTouches(segment, run)}`;
   }
   const level = levelOf(segment);
   return sql.fragment`
     SELECT bucket AS t, open, high, low, close, volume, count, first_time, last_time
     FROM ${sql.identifier([level.relation])}
     WHERE currency_code = ${code} AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}
-      ${levelWithinRun(code, level, run)}`;
+      ${levelWithinRun(code, level, run)} ${runTouches(segment, run)}`;
+}
+
+/**
+ * Skips a source in every run it does not overlap. The condition holds only the run's bounds
+ * and constants, so PostgreSQL checks it once per run (a one-time filter) before opening the
+ * source's scan; without it the window's edge segments (a partial bucket of raw rows, the tail
+ * after a watermark) were probed through their index in every run of the batch, 0.35–0.44 ms
+ * and 10–20 buffers a run for nothing.
+ */
+function runTouches(segment: Segment, run: RunBounds | undefined): SqlFragment {
+  return run
+    ? sql.fragment`AND ${run.lo} < ${ts(segment.end)} AND ${run.hi} > ${ts(segment.start)}`
+    : sql.fragment``;
 }
 
 /**
@@ -177,11 +190,11 @@ function perRunQuery(
 ): SqlFragment {
   if (shape === 'open') {
     return sql.fragment`
-      SELECT count(*) = 0 AS empty, string_agg(${OPEN_ITEM}, ',' ORDER BY bucket) AS items
+      SELECT count(*) = 0 AS empty, string_agg(${openItem(request)}, ',' ORDER BY bucket) AS items
       FROM (${bucketRows(request, segments, 'open', run)}) AS buckets`;
   }
   return sql.fragment`
-    SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty, string_agg(${CANDLE_ITEM}, ',' ORDER BY bucket) AS items
+    SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty, string_agg(${candleItem(request)}, ',' ORDER BY bucket) AS items
     FROM (${answerRows(request, segments, seeds, run)}) AS candle`;
 }
 
@@ -318,7 +331,7 @@ function bucketRows(
       SELECT bucket, ${COLUMNS[shape]} FROM ${sql.identifier([levelOf(segment).relation])}
       WHERE currency_code = ${request.code}
         AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}
-        ${levelWithinRun(request.code, levelOf(segment), run)}`,
+        ${levelWithinRun(request.code, levelOf(segment), run)} ${runTouches(segment, run)}`,
   );
   const rest = segments.filter((segment) => !isDirect(segment));
   const merged = rest.length
