@@ -123,25 +123,25 @@ function withinRun(column: SqlFragment, run: RunBounds | undefined): SqlFragment
 }
 
 /**
- * The levels read through bounds on their primary key: the fine ones, where the planner preferred
- * the bucket index (candles_5m's key does not cover its columns; candles_15m's does since
- * sql/0270_covering_quarter_hours.sql, and was measured faster with these bounds).
+ * The levels read through bounds on their primary key: candles_5m, whose key does not cover its
+ * columns, so that with plain bounds on `bucket` both of its indexes looked alike to the planner.
  */
-const READ_BY_KEY_BOUNDS = new Set<LevelName>(['5m', '15m']);
+const READ_BY_KEY_BOUNDS = new Set<LevelName>(['5m']);
 
 /**
  * The same for a level's rows, as bounds on (currency_code, bucket), which only the primary key
  * can use. Written as plain bounds on `bucket`, the run's bounds (unknown when planning) made
- * every index look equally selective, and on candles_5m and candles_15m the planner took the
- * hypertable's own index on bucket alone, reading every currency's rows of the run and
- * filtering them (20 currencies: 130,000 buffers and 0.4 s for half a year at 30 min, against
- * a few thousand through the key).
+ * every index look equally selective, and on candles_5m the planner took the hypertable's own
+ * index on bucket alone, reading every currency's rows of the run and filtering them (50
+ * currencies: 116 ms for a week at 5 min, against 6 ms through the key). The other levels'
+ * keys cover their columns, and their plain bounds read the key alone; with row bounds the scan
+ * of candles_15m went on past the run's end to the segment's, checking (text) keys on every
+ * tuple, a fifth to a quarter more database CPU for 90 days at 15 min or half a year at 30 min
+ * (50 currencies). On the hourly levels row bounds were read by a bitmap over the heap, slower.
  */
 function levelWithinRun(code: string, level: Level, run: LateralRun | undefined): SqlFragment {
   // Not on continuous aggregates: there (TimescaleDB 2.23) the same bounds counted the rows of
-  // a backfilled and re-materialised hour twice; their reads keep the plain bounds. Nor on the
-  // hourly and daily levels, whose plain bounds already read their covering key alone; with the
-  // row bounds they were read by a bitmap over the heap, slower.
+  // a backfilled and re-materialised hour twice; their reads keep the plain bounds.
   if (!run?.byKey || !READ_BY_KEY_BOUNDS.has(level.name))
     return withinRun(sql.fragment`bucket`, run);
   return sql.fragment`AND (currency_code, bucket) >= (${code}::text, ${run.lo})
