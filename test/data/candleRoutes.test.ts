@@ -234,6 +234,8 @@ describe.each(MODES)('analyst candle routes, %s mode', (mode) => {
     'interval=30m&from=2024-11-03T03:00:00Z&to=2024-11-03T09:00:00Z&fill=linear&tz=America%2FNew_York',
     'interval=7&from=2024-03-31T00:00:00Z&to=2024-03-31T00:30:00Z',
     'interval=1w&origin=2024-01-01T00:00:00Z&offset=-6h&from=2024-02-01T00:00:00Z&to=2024-12-01T00:00:00Z',
+    // Stamps between seconds: written with to_char, not from the timestamp's text (jsonText.ts).
+    'interval=1h&origin=2024-01-01T00:00:00.250Z&from=2024-03-28T00:00:00Z&to=2024-03-30T00:00:00Z',
   ])('the CSV and NDJSON export equal the JSON answer: %s', async (query) => {
     const json = await candles(query);
     expect(json.status).toBe(200);

@@ -9,6 +9,7 @@ import {
   longestHoursWithin,
   maxBuckets,
   maxBucketsOverHours,
+  stampsOnWholeSeconds,
   utcOriginMs,
 } from '../../src/shared/time/bucketGrid.ts';
 
@@ -79,6 +80,24 @@ describe('the bucket grid', () => {
       zoneOffsetsSeconds: [19_800],
     });
     expect(localGrid({ intervalSeconds: 60 }, window).zoneOffsetsSeconds).toEqual([0]);
+  });
+  test('stamps fall on whole seconds unless an origin has milliseconds', () => {
+    expect(stampsOnWholeSeconds({ intervalSeconds: 60 })).toBe(true);
+    expect(stampsOnWholeSeconds({ intervalSeconds: 7, offsetSeconds: -1800 })).toBe(true);
+    expect(stampsOnWholeSeconds({ intervalSeconds: 900, timeZone: 'Asia/Kathmandu' })).toBe(true);
+    expect(stampsOnWholeSeconds({ intervalSeconds: 60, origin: at('2024-01-01T00:00:01Z') })).toBe(
+      true,
+    );
+    expect(
+      stampsOnWholeSeconds({ intervalSeconds: 60, origin: at('2024-01-01T00:00:00.250Z') }),
+    ).toBe(false);
+    expect(
+      stampsOnWholeSeconds({
+        intervalSeconds: 86_400,
+        timeZone: 'Europe/Berlin',
+        origin: at('1969-12-31T23:59:59.999Z'),
+      }),
+    ).toBe(false);
   });
 });
 

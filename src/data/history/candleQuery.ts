@@ -4,7 +4,7 @@ import { utcOriginMs } from '../../shared/time/bucketGrid.ts';
 import { answerRows, numberedRunsQuery, passesThrough, runsJsonQuery } from './answerSql.ts';
 import {
   CANDLE_IS_EMPTY,
-  CANDLE_ITEM,
+  candleItem,
   FORMAT_VERSION,
   jsonArrayPieces,
   type ItemShape,
@@ -164,7 +164,7 @@ async function wholeJson(
   plan: Plan,
 ): Promise<JsonAnswer> {
   const query = numberedRunsQuery(
-    sql.fragment`SELECT bucket, ${CANDLE_IS_EMPTY} AS is_empty, ${CANDLE_ITEM} AS item
+    sql.fragment`SELECT bucket, ${CANDLE_IS_EMPTY} AS is_empty, ${candleItem(request)} AS item
       FROM (${answerRows(request, plan.segments, plan.seeds)}) AS candle`,
   );
   const chunks = await withZoneErrors(request, () =>

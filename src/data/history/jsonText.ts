@@ -1,4 +1,5 @@
-import { sql } from 'slonik';
+import { sql, type SqlToken as SqlFragment } from 'slonik';
+import { stampsOnWholeSeconds, type GridSpec } from '../../shared/time/bucketGrid.ts';
 
 // The bytes of a JSON answer: how PostgreSQL writes each bucket as an item of the body. Runs kept
 // between requests (runCache.ts) are these bytes, so anything that changes them must move
@@ -15,8 +16,19 @@ export const FORMAT_VERSION = 3;
 /** The item a JSON answer holds per bucket: a whole candle, or the contract's open. */
 export type ItemShape = 'candle' | 'open';
 
-/** A bucket start as JavaScript's toISOString() writes it (millisecond precision, UTC). */
-const ISO_INSTANT = sql.fragment`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+/**
+ * A bucket start as JavaScript's toISOString() writes it (millisecond precision, UTC). On grids
+ * whose stamps are whole seconds (all but an origin with milliseconds) the timestamp's own text
+ * serves, cheaper than to_char (a fifth to a third of an item's formatting; `replace` works on
+ * bytes where `overlay` counts characters): in UTC under
+ * DateStyle ISO, which every session pins (sessionSettings.ts), it reads `YYYY-MM-DD HH:MI:SS`.
+ */
+function isoInstant(grid: GridSpec): SqlFragment {
+  if (!stampsOnWholeSeconds(grid)) {
+    return sql.fragment`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+  }
+  return sql.fragment`replace((bucket AT TIME ZONE 'UTC')::text, ' ', 'T') || '.000Z'`;
+}
 /**
  * A float8 column as a JSON value: PostgreSQL prints the shortest text that reads back as the
  * same double (extra_float_digits ≥ 1, the default), as JSON.stringify does. Stored prices are
@@ -25,13 +37,14 @@ const ISO_INSTANT = sql.fragment`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD"
 const jsonNumber = (column: 'open' | 'high' | 'low' | 'close' | 'volume') =>
   sql.fragment`coalesce(${sql.identifier([column])}::text, 'null')`;
 /** A candle row (bucket and its columns) as the JSON text of an analyst route's item. */
-export const CANDLE_ITEM = sql.fragment`
-  '{"timestamp":"' || ${ISO_INSTANT} || '","open":' || ${jsonNumber('open')} ||
+export const candleItem = (grid: GridSpec) => sql.fragment`
+  '{"timestamp":"' || ${isoInstant(grid)} || '","open":' || ${jsonNumber('open')} ||
   ',"high":' || ${jsonNumber('high')} || ',"low":' || ${jsonNumber('low')} ||
   ',"close":' || ${jsonNumber('close')} || ',"volume":' || ${jsonNumber('volume')} ||
   ',"count":' || count || '}'`;
 /** A bucket's open as the JSON text of a contract history item. */
-export const OPEN_ITEM = sql.fragment`'{"timestamp":"' || ${ISO_INSTANT} || '","value":' || ${jsonNumber('open')} || '}'`;
+export const openItem = (grid: GridSpec) =>
+  sql.fragment`'{"timestamp":"' || ${isoInstant(grid)} || '","value":' || ${jsonNumber('open')} || '}'`;
 /** A candle with neither an observation nor a filled value. */
 export const CANDLE_IS_EMPTY = sql.fragment`count = 0 AND open IS NULL`;
 

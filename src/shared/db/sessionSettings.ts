@@ -8,12 +8,16 @@
 // service killed mid-read) runs on to its end (a minute and more) holding locks and a core.
 // TCP keepalives: an idle peer that vanished without closing (host gone) is noticed in about a
 // minute rather than the kernel's two hours.
+// DateStyle ISO: history answers write bucket stamps from a timestamp's own text (jsonText.ts),
+// which reads `YYYY-MM-DD HH:MI:SS` only in this style; a server or role configured otherwise
+// would change the bytes of every answer.
 
 export const SESSION_SETTINGS: Readonly<Record<string, string>> = {
   client_connection_check_interval: '2s',
   tcp_keepalives_idle: '30',
   tcp_keepalives_interval: '10',
   tcp_keepalives_count: '3',
+  DateStyle: 'ISO',
 };
 
 /** The settings as node-postgres's `options` startup parameter (`-c name=value …`). */

@@ -87,6 +87,18 @@ function zoneAnchorMs(timeZone: string): number {
   return anchor;
 }
 
+/**
+ * Whether every bucket stamp of the grid is a whole second: widths and offsets are whole
+ * seconds, zone offsets too, so only an origin with milliseconds puts stamps between seconds.
+ */
+export function stampsOnWholeSeconds(grid: GridSpec): boolean {
+  return (
+    (grid.origin?.getTime() ?? 0) % 1000 === 0 &&
+    Number.isInteger(grid.intervalSeconds) &&
+    Number.isInteger(grid.offsetSeconds ?? 0)
+  );
+}
+
 /** Start of the fixed grid's bucket holding `ms` (its stamp). */
 export function bucketStartMs(grid: GridSpec, ms: number): number {
   const width = grid.intervalSeconds * 1000;
