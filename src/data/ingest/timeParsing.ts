@@ -76,3 +76,10 @@ export class TimeParser {
 export function clip(text: string, max = 40): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
+
+/** µs since the epoch as ISO 8601 text (a timestamptz literal), exact to the microsecond. */
+export function microsToIso(us: number): string {
+  const ms = Math.floor(us / 1000);
+  const rest = String(us - ms * 1000).padStart(3, '0');
+  return new Date(ms).toISOString().replace('Z', `${rest}Z`);
+}
