@@ -6,10 +6,10 @@ import { dedicatedConnection, type Connect } from '../../src/data/ingest/connect
 import { importFile } from '../../src/data/ingest/importFile.ts';
 import { loadUnit, type UnitSpec } from '../../src/data/ingest/loader.ts';
 import type { Candle, ReadBatch } from '../../src/data/ingest/types.ts';
-import { insertCandles } from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { eventually } from '../support/wait.ts';
 import { MINUTE, tempDir } from './fixtures.ts';
+import { fromFile, fromStore, range, storedRows } from './storedRows.ts';
 
 // The loader decides per row, from the stored span of each currency looked at before the first
 // row, whether a row goes straight into the hypertable or through the staging merge. Whatever it
@@ -20,73 +20,24 @@ import { MINUTE, tempDir } from './fixtures.ts';
 let runtime: TestRuntime;
 let files: Awaited<ReturnType<typeof tempDir>>;
 let connect: Connect;
+let table: ReturnType<typeof storedRows>['table'];
+let allMarked: ReturnType<typeof storedRows>['allMarked'];
+let marksOf: ReturnType<typeof storedRows>['marksOf'];
+let store: ReturnType<typeof storedRows>['store'];
+let csv: ReturnType<typeof storedRows>['csv'];
 
 beforeAll(async () => {
   runtime = await createTestRuntime();
   await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
   files = await tempDir();
   connect = dedicatedConnection(runtime.config.DATABASE_URL);
+  ({ table, allMarked, marksOf, store, csv } = storedRows(runtime, files));
 });
 
 afterAll(async () => {
   await files.remove();
   await runtime.dispose();
 });
-
-const storedRow = z.object({ time: z.date(), open: z.number(), source: z.string() });
-
-/** Every stored row of a currency, as [minute index from t0, price, source]. */
-async function table(code: string, t0: number) {
-  const rows = await runtime.pool.any(sql.type(storedRow)`
-    SELECT time, open, source FROM price_observations WHERE currency_code = ${code} ORDER BY time`);
-  return rows.map((r) => [(r.time.getTime() - t0) / MINUTE, r.open, r.source]);
-}
-
-/** True when every given minute of a currency lies inside a mark for the rollups. */
-async function allMarked(code: string, t0: number, minutes: number[]) {
-  const marks = await runtime.pool.any(
-    sql.type(z.object({ range_start: z.date(), range_end: z.date() }))`
-      SELECT range_start, range_end FROM price_invalidations WHERE currency_code = ${code}`,
-  );
-  return minutes.every((m) =>
-    marks.some(
-      (k) => k.range_start.getTime() <= t0 + m * MINUTE && t0 + m * MINUTE <= k.range_end.getTime(),
-    ),
-  );
-}
-
-const marksOf = (code: string) =>
-  runtime.pool.oneFirst(
-    sql.type(z.object({ n: z.number() }))`
-      SELECT count(*)::int AS n FROM price_invalidations WHERE currency_code = ${code}`,
-  );
-
-/** Stores minutes of a currency with price 1000 + minute and source 'stored'. */
-const store = (code: string, t0: number, minutes: number[]) =>
-  insertCandles(
-    runtime.pool,
-    minutes.map((m) => ({ code, time: new Date(t0 + m * MINUTE), open: 1000 + m })),
-    'stored',
-  );
-
-/** A CSV with one row per (minute, code), time-major like an export; price = minute + 1. */
-async function csv(name: string, t0: number, rows: Array<[string, number[]]>) {
-  const lines = ['time,code,price'];
-  const byMinute = new Map<number, string[]>();
-  for (const [code, minutes] of rows) {
-    for (const m of minutes) byMinute.set(m, [...(byMinute.get(m) ?? []), code]);
-  }
-  for (const m of [...byMinute.keys()].sort((a, b) => a - b)) {
-    for (const code of byMinute.get(m) ?? []) {
-      lines.push(`${new Date(t0 + m * MINUTE).toISOString()},${code},${m + 1}`);
-    }
-  }
-  return files.file(name, lines.join('\n'));
-}
-
-const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
-const fromFile = (minutes: number[]) => minutes.map((m) => [m, m + 1, 'csv']);
-const fromStore = (minutes: number[]) => minutes.map((m) => [m, 1000 + m, 'stored']);
 
 describe('the stored span decides the path; no row is lost or doubled', () => {
   test('a file that meets no stored row goes straight in, even beside stored history', async () => {
