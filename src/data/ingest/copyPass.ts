@@ -4,12 +4,7 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { BinaryCopyEncoder, COPY_COLUMNS } from './copyEncoder.ts';
 import { RangeTracker } from './rangeTracker.ts';
-import {
-  DEFAULT_MAX_STORED_KEYS,
-  HeldRows,
-  readStoredKeys,
-  unmatchedRows,
-} from './storedKeys.ts';
+import { DEFAULT_MAX_STORED_KEYS, HeldRows, readStoredKeys, unmatchedRows } from './storedKeys.ts';
 import type { StoredSpans } from './storedSpans.ts';
 import type { Candle, ReadBatch } from './types.ts';
 import { ValidRows, type ReadCounts, type ValidRowsOptions } from './validRows.ts';
