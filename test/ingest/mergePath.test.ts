@@ -12,7 +12,8 @@ import { MINUTE, tempDir } from './fixtures.ts';
 import { fromFile, fromStore, range, storedRows } from './storedRows.ts';
 
 // The loader decides per row, from the stored span of each currency looked at before the first
-// row, whether a row goes straight into the hypertable or through the staging merge. Whatever it
+// row, whether a row goes straight into the hypertable or is first matched against the stored
+// keys (heldRows.test.ts covers the batches and the staging fallback of that). Whatever it
 // decides, the stored rows must stay as they were, every new row must be stored exactly once,
 // and every inserted row must be marked for the rollups. Each case compares the whole table
 // content of its currencies with what it must be.
@@ -212,9 +213,9 @@ describe('units read row by row', () => {
     );
   });
 
-  test('a row stored by another writer before the staged new rows go in: nothing lost', async () => {
-    // NEAR holds minutes 0 and 5, so the unit's first row is inside the span and everything is
-    // staged; minutes past 5 are certainly new at the look, and the race stores minute 35.
+  test('a row stored by another writer before the new rows after held ones go in: nothing lost', async () => {
+    // NEAR holds minutes 0 and 5, so the unit's first rows are inside the span and held; minutes
+    // past 5 are certainly new at the look, and the race stores minute 35.
     await store('NEAR', t0, [0, 5]);
     const { unit } = countedUnit('NEAR', range(0, 40), 'raced-staged', () =>
       store('NEAR', t0, [35]),
@@ -234,7 +235,7 @@ describe('units read row by row', () => {
     ).toBe(true);
   });
   test('a row repeated inside the stored span: stored once, the unit redone checked', async () => {
-    // FIL holds minutes 0 and 10: every row is staged as possibly stored, and minute 5 twice.
+    // FIL holds minutes 0 and 10: every row is held as possibly stored, and minute 5 twice.
     await store('FIL', t0, [0, 10]);
     const { unit, passes } = countedUnit('FIL', [...range(0, 6), ...range(5, 11)], 'repeat-span');
     expect(await load(unit)).toMatchObject({
@@ -253,8 +254,8 @@ describe('units read row by row', () => {
 
   test('a row another writer commits while the merge waits for it: redone, it wins', async () => {
     // APT holds minutes 0 and 39, so every row is matched against the stored ones. Another
-    // transaction stores minute 20 and commits only once the merge waits for its row lock: the
-    // merge's snapshot did not see the row, its insert meets it.
+    // transaction stores minute 20 and commits only once the load waits for its row lock: the
+    // read of the stored keys did not see the row, the write of the unmatched ones meets it.
     await store('APT', t0, [0, 39]);
     const other = await connect();
     const connection = await connect();
