@@ -8,15 +8,18 @@
 //   newer half of every currency, the older half, every other minute); the DBA's side is
 //   `\copy` into an UNLOGGED staging table, then `INSERT … SELECT … ON CONFLICT DO NOTHING`
 //   (goal: backfill ≥ 1.0× the DBA).
-// Both sides end with the same rows: the benchmark checks it in every round.
+// Both sides end with the same rows: the benchmark checks it in every round. Besides the wall
+// time, each side's CPU time (the command's plus its database backends', measured.ts) is
+// reported: on a shared machine the wall time follows the load, the CPU time much less.
 //
 // Environment: BENCH_ROUNDS (3), BENCH_FAST_ROWS (2,000,000), BENCH_MERGE_ROWS (1,000,000),
 // BENCH_LAYOUTS (newer,older,alternate), BENCH_DB_PREFIX (bench_merge), BENCH_DATABASE_URL.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { CODES, count, freshDatabase, generateCsv, query, root, START_MS } from './common.ts';
 import { dropBenchDatabase } from '../shared/databases.ts';
+import { measured, type Measured } from './measured.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const FAST_ROWS = Number(process.env.BENCH_FAST_ROWS ?? 2_000_000);
@@ -58,46 +61,36 @@ function psql(url: string, script: string) {
   });
 }
 
-function timed(work: () => void): number {
-  const started = performance.now();
-  work();
-  return (performance.now() - started) / 1000;
+async function backfill(url: string, csv: string): Promise<Measured & { inserted: number }> {
+  const run = await measured(
+    url,
+    join(root, 'node_modules', '.bin', 'node'),
+    [join(root, 'bin', 'platform.mjs'), 'backfill', csv, '--json'],
+    { env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' } },
+  );
+  return { ...run, inserted: (JSON.parse(run.stdout) as { inserted: number }).inserted };
 }
 
-function backfill(url: string, csv: string): { seconds: number; inserted: number } {
-  let run: ReturnType<typeof spawnSync> | undefined;
-  const seconds = timed(() => {
-    run = spawnSync(
-      join(root, 'node_modules', '.bin', 'node'),
-      [join(root, 'bin', 'platform.mjs'), 'backfill', csv, '--json'],
-      { env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' }, encoding: 'utf8' },
-    );
-  });
-  if (!run || run.status !== 0) throw new Error(`backfill failed: ${String(run?.stderr)}`);
-  return { seconds, inserted: (JSON.parse(String(run.stdout)) as { inserted: number }).inserted };
-}
+const psqlScript = (url: string, script: string) =>
+  measured(url, 'psql', [url, '-q', '-v', 'ON_ERROR_STOP=1'], { input: script });
 
 /** psql's \copy straight into the hypertable. */
 const psqlCopy = (url: string, csv: string) =>
-  timed(() =>
-    psql(
-      url,
-      `ALTER TABLE price_observations ALTER COLUMN source SET DEFAULT 'psql';
-       \\copy price_observations ${CSV_COLUMNS} FROM '${csv}' WITH (FORMAT csv, HEADER true)`,
-    ),
+  psqlScript(
+    url,
+    `ALTER TABLE price_observations ALTER COLUMN source SET DEFAULT 'psql';
+     \\copy price_observations ${CSV_COLUMNS} FROM '${csv}' WITH (FORMAT csv, HEADER true)`,
   );
 
 /** The DBA's merge: UNLOGGED staging table, \copy, INSERT … ON CONFLICT DO NOTHING. */
 const dbaMerge = (url: string, csv: string) =>
-  timed(() =>
-    psql(
-      url,
-      `CREATE UNLOGGED TABLE stage (LIKE price_observations);
-       ALTER TABLE stage ALTER COLUMN source SET DEFAULT 'psql';
-       \\copy stage ${CSV_COLUMNS} FROM '${csv}' WITH (FORMAT csv, HEADER true)
-       INSERT INTO price_observations SELECT * FROM stage ON CONFLICT DO NOTHING;
-       DROP TABLE stage;`,
-    ),
+  psqlScript(
+    url,
+    `CREATE UNLOGGED TABLE stage (LIKE price_observations);
+     ALTER TABLE stage ALTER COLUMN source SET DEFAULT 'psql';
+     \\copy stage ${CSV_COLUMNS} FROM '${csv}' WITH (FORMAT csv, HEADER true)
+     INSERT INTO price_observations SELECT * FROM stage ON CONFLICT DO NOTHING;
+     DROP TABLE stage;`,
   );
 
 const median = (xs: number[]) => {
@@ -112,44 +105,54 @@ interface Case {
   rows: number;
   layout: Layout | null;
   baseline: string;
-  runBaseline: (url: string, csv: string) => number;
+  runBaseline: (url: string, csv: string) => Promise<Measured>;
 }
 
 /** Alternates the two sides, each round in fresh databases; checks both end with every row. */
 async function compare(c: Case) {
-  const platform: number[] = [];
-  const baseline: number[] = [];
+  const platform: Measured[] = [];
+  const baseline: Measured[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     for (const side of round % 2 ? ['platform', 'baseline'] : ['baseline', 'platform']) {
       const name = `${PREFIX}_${side}`;
       const url = await prepare(name, c.csv, c.layout, c.rows);
       const before = await count(url);
-      let seconds: number;
+      let run: Measured;
       if (side === 'platform') {
-        const run = backfill(url, c.csv);
-        seconds = run.seconds;
-        if (run.inserted !== c.rows - before) {
+        const loaded = await backfill(url, c.csv);
+        if (loaded.inserted !== c.rows - before) {
           throw new Error(
-            `${c.label}: backfill inserted ${run.inserted}, expected ${c.rows - before}`,
+            `${c.label}: backfill inserted ${loaded.inserted}, expected ${c.rows - before}`,
           );
         }
-        platform.push(seconds);
+        run = loaded;
+        platform.push(run);
       } else {
-        seconds = c.runBaseline(url, c.csv);
-        baseline.push(seconds);
+        run = await c.runBaseline(url, c.csv);
+        baseline.push(run);
       }
       const after = await count(url);
       if (after !== c.rows)
         throw new Error(`${c.label}/${side}: ${after} rows stored, expected ${c.rows}`);
       console.log(
-        `  ${c.label} round ${round} ${side}: ${seconds.toFixed(2)} s (load ${loadavg()[0]?.toFixed(1)})`,
+        `  ${c.label} round ${round} ${side}: ${run.seconds.toFixed(2)} s, CPU ${cpuText(run.cpu)} (load ${loadavg()[0]?.toFixed(1)})`,
       );
       await dropBenchDatabase(name);
     }
   }
-  const p = median(platform);
-  const b = median(baseline);
-  return `| ${c.label} | ${c.rows.toLocaleString('en-US')} | ${p.toFixed(2)} | ${c.baseline} | ${b.toFixed(2)} | **${(b / p).toFixed(2)}** |`;
+  const p = median(platform.map((r) => r.seconds));
+  const b = median(baseline.map((r) => r.seconds));
+  const pCpu = medianCpu(platform);
+  const bCpu = medianCpu(baseline);
+  const cpuRatio = pCpu && bCpu ? (bCpu / pCpu).toFixed(2) : 'n/a';
+  return `| ${c.label} | ${c.rows.toLocaleString('en-US')} | ${p.toFixed(2)} | ${c.baseline} | ${b.toFixed(2)} | **${(b / p).toFixed(2)}** | ${cpuText(pCpu)} | ${cpuText(bCpu)} | ${cpuRatio} |`;
+}
+
+const cpuText = (cpu: number | null) => (cpu === null ? 'n/a' : cpu.toFixed(2));
+
+/** Median CPU seconds of the runs, or null when any run's CPU is unknown. */
+function medianCpu(runs: Measured[]): number | null {
+  return runs.every((r) => r.cpu !== null) ? median(runs.map((r) => r.cpu as number)) : null;
 }
 
 async function main() {
@@ -159,8 +162,8 @@ async function main() {
   const fastCsv = await generateCsv(FAST_ROWS);
   const mergeCsv = await generateCsv(MERGE_ROWS);
   const lines = [
-    `| case | rows | platform backfill s (median) | baseline | baseline s (median) | speed vs baseline (goal ≥ 1.0) |`,
-    `|---|---:|---:|---|---:|---:|`,
+    `| case | rows | platform backfill s (median) | baseline | baseline s (median) | speed vs baseline (goal ≥ 1.0) | platform CPU s | baseline CPU s | CPU ratio |`,
+    `|---|---:|---:|---|---:|---:|---:|---:|---:|`,
   ];
   lines.push(
     await compare({

@@ -14,7 +14,9 @@ import { tempDir } from './fixtures.ts';
 // A `platform backfill` killed with SIGKILL while its merge statement runs must not leave that
 // statement running in the database (it held its locks and a core for a minute and more). The
 // merge really waits in the database: a test transaction holds an uncommitted row the file also
-// holds, as a concurrent writer would.
+// holds, as a concurrent writer would. The waiting write is the loader's direct COPY (rows
+// outside the stored span or matched against the stored keys) or, when rows were staged, its
+// INSERT from the staging table: the test takes either.
 
 const MIN = 60_000;
 const T0 = Date.UTC(2024, 4, 1);
@@ -96,13 +98,14 @@ describe('a backfill killed during its merge', () => {
   }, 120_000);
 });
 
-/** The pid of the ingest session whose merge waits on the test's uncommitted row, if any. */
+/** The pid of the ingest session whose write waits on the test's uncommitted row, if any. */
 async function mergeWaiting(runtime: TestRuntime): Promise<number | undefined> {
   const pid = await runtime.pool.maybeOneFirst(sql.type(z.object({ pid: z.number() }))`
     SELECT pid FROM pg_stat_activity
     WHERE datname = current_database() AND application_name = ${INGEST_APPLICATION_NAME}
       AND state = 'active' AND wait_event_type = 'Lock'
-      AND query ILIKE '%INSERT INTO price_observations%'`);
+      AND (query ILIKE '%INSERT INTO price_observations%'
+        OR query ILIKE '%COPY price_observations%FROM STDIN%')`);
   return pid ?? undefined;
 }
 

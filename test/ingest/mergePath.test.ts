@@ -6,13 +6,14 @@ import { dedicatedConnection, type Connect } from '../../src/data/ingest/connect
 import { importFile } from '../../src/data/ingest/importFile.ts';
 import { loadUnit, type UnitSpec } from '../../src/data/ingest/loader.ts';
 import type { Candle, ReadBatch } from '../../src/data/ingest/types.ts';
-import { insertCandles } from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 import { eventually } from '../support/wait.ts';
 import { MINUTE, tempDir } from './fixtures.ts';
+import { fromFile, fromStore, range, storedRows } from './storedRows.ts';
 
 // The loader decides per row, from the stored span of each currency looked at before the first
-// row, whether a row goes straight into the hypertable or through the staging merge. Whatever it
+// row, whether a row goes straight into the hypertable or is first matched against the stored
+// keys (heldRows.test.ts covers the batches and the staging fallback of that). Whatever it
 // decides, the stored rows must stay as they were, every new row must be stored exactly once,
 // and every inserted row must be marked for the rollups. Each case compares the whole table
 // content of its currencies with what it must be.
@@ -20,73 +21,24 @@ import { MINUTE, tempDir } from './fixtures.ts';
 let runtime: TestRuntime;
 let files: Awaited<ReturnType<typeof tempDir>>;
 let connect: Connect;
+let table: ReturnType<typeof storedRows>['table'];
+let allMarked: ReturnType<typeof storedRows>['allMarked'];
+let marksOf: ReturnType<typeof storedRows>['marksOf'];
+let store: ReturnType<typeof storedRows>['store'];
+let csv: ReturnType<typeof storedRows>['csv'];
 
 beforeAll(async () => {
   runtime = await createTestRuntime();
   await generateCurrencies({ pool: runtime.pool, logger: runtime.logger, loadFromExchange: false });
   files = await tempDir();
   connect = dedicatedConnection(runtime.config.DATABASE_URL);
+  ({ table, allMarked, marksOf, store, csv } = storedRows(runtime, files));
 });
 
 afterAll(async () => {
   await files.remove();
   await runtime.dispose();
 });
-
-const storedRow = z.object({ time: z.date(), open: z.number(), source: z.string() });
-
-/** Every stored row of a currency, as [minute index from t0, price, source]. */
-async function table(code: string, t0: number) {
-  const rows = await runtime.pool.any(sql.type(storedRow)`
-    SELECT time, open, source FROM price_observations WHERE currency_code = ${code} ORDER BY time`);
-  return rows.map((r) => [(r.time.getTime() - t0) / MINUTE, r.open, r.source]);
-}
-
-/** True when every given minute of a currency lies inside a mark for the rollups. */
-async function allMarked(code: string, t0: number, minutes: number[]) {
-  const marks = await runtime.pool.any(
-    sql.type(z.object({ range_start: z.date(), range_end: z.date() }))`
-      SELECT range_start, range_end FROM price_invalidations WHERE currency_code = ${code}`,
-  );
-  return minutes.every((m) =>
-    marks.some(
-      (k) => k.range_start.getTime() <= t0 + m * MINUTE && t0 + m * MINUTE <= k.range_end.getTime(),
-    ),
-  );
-}
-
-const marksOf = (code: string) =>
-  runtime.pool.oneFirst(
-    sql.type(z.object({ n: z.number() }))`
-      SELECT count(*)::int AS n FROM price_invalidations WHERE currency_code = ${code}`,
-  );
-
-/** Stores minutes of a currency with price 1000 + minute and source 'stored'. */
-const store = (code: string, t0: number, minutes: number[]) =>
-  insertCandles(
-    runtime.pool,
-    minutes.map((m) => ({ code, time: new Date(t0 + m * MINUTE), open: 1000 + m })),
-    'stored',
-  );
-
-/** A CSV with one row per (minute, code), time-major like an export; price = minute + 1. */
-async function csv(name: string, t0: number, rows: Array<[string, number[]]>) {
-  const lines = ['time,code,price'];
-  const byMinute = new Map<number, string[]>();
-  for (const [code, minutes] of rows) {
-    for (const m of minutes) byMinute.set(m, [...(byMinute.get(m) ?? []), code]);
-  }
-  for (const m of [...byMinute.keys()].sort((a, b) => a - b)) {
-    for (const code of byMinute.get(m) ?? []) {
-      lines.push(`${new Date(t0 + m * MINUTE).toISOString()},${code},${m + 1}`);
-    }
-  }
-  return files.file(name, lines.join('\n'));
-}
-
-const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
-const fromFile = (minutes: number[]) => minutes.map((m) => [m, m + 1, 'csv']);
-const fromStore = (minutes: number[]) => minutes.map((m) => [m, 1000 + m, 'stored']);
 
 describe('the stored span decides the path; no row is lost or doubled', () => {
   test('a file that meets no stored row goes straight in, even beside stored history', async () => {
@@ -261,9 +213,9 @@ describe('units read row by row', () => {
     );
   });
 
-  test('a row stored by another writer before the staged new rows go in: nothing lost', async () => {
-    // NEAR holds minutes 0 and 5, so the unit's first row is inside the span and everything is
-    // staged; minutes past 5 are certainly new at the look, and the race stores minute 35.
+  test('a row stored by another writer before the new rows after held ones go in: nothing lost', async () => {
+    // NEAR holds minutes 0 and 5, so the unit's first rows are inside the span and held; minutes
+    // past 5 are certainly new at the look, and the race stores minute 35.
     await store('NEAR', t0, [0, 5]);
     const { unit } = countedUnit('NEAR', range(0, 40), 'raced-staged', () =>
       store('NEAR', t0, [35]),
@@ -283,7 +235,7 @@ describe('units read row by row', () => {
     ).toBe(true);
   });
   test('a row repeated inside the stored span: stored once, the unit redone checked', async () => {
-    // FIL holds minutes 0 and 10: every row is staged as possibly stored, and minute 5 twice.
+    // FIL holds minutes 0 and 10: every row is held as possibly stored, and minute 5 twice.
     await store('FIL', t0, [0, 10]);
     const { unit, passes } = countedUnit('FIL', [...range(0, 6), ...range(5, 11)], 'repeat-span');
     expect(await load(unit)).toMatchObject({
@@ -302,8 +254,8 @@ describe('units read row by row', () => {
 
   test('a row another writer commits while the merge waits for it: redone, it wins', async () => {
     // APT holds minutes 0 and 39, so every row is matched against the stored ones. Another
-    // transaction stores minute 20 and commits only once the merge waits for its row lock: the
-    // merge's snapshot did not see the row, its insert meets it.
+    // transaction stores minute 20 and commits only once the load waits for its row lock: the
+    // read of the stored keys did not see the row, the write of the unmatched ones meets it.
     await store('APT', t0, [0, 39]);
     const other = await connect();
     const connection = await connect();

@@ -6,14 +6,11 @@ import type { Candle } from './types.ts';
 
 /** Column order of a COPY into price_observations. */
 export const COPY_COLUMNS = '(currency_code, time, open, high, low, close, volume, source)';
-/** Column order of a COPY into the merge's staging table: the rows, and whether each is new. */
-export const STAGE_COLUMNS =
-  '(currency_code, time, open, high, low, close, volume, source, certain)';
 
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 /** Microseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
-const PG_EPOCH_US = 946_684_800_000_000;
-const TWO_32 = 4_294_967_296;
+export const PG_EPOCH_US = 946_684_800_000_000;
+export const TWO_32 = 4_294_967_296;
 /** Upper bound of one encoded row: codes are ≤ 15 ASCII bytes, sources short. */
 const MAX_ROW_BYTES = 512;
 
@@ -22,14 +19,10 @@ export const DEFAULT_CHUNK_BYTES = 512 * 1024;
 export class BinaryCopyEncoder {
   private readonly source: Buffer;
   private readonly chunkBytes: number;
-  /** Staging rows carry a ninth field, `certain` (STAGE_COLUMNS). */
-  private readonly staging: boolean;
   private buffer: Buffer;
   private offset: number;
 
-  constructor(source: string, options: { staging?: boolean; chunkBytes?: number } = {}) {
-    const { staging = false, chunkBytes = DEFAULT_CHUNK_BYTES } = options;
-    this.staging = staging;
+  constructor(source: string, chunkBytes = DEFAULT_CHUNK_BYTES) {
     this.source = Buffer.from(source, 'utf8');
     if (this.source.length > 128) throw new Error('source label too long');
     this.chunkBytes = chunkBytes;
@@ -45,11 +38,11 @@ export class BinaryCopyEncoder {
     return this.offset > this.chunkBytes - MAX_ROW_BYTES;
   }
 
-  /** Encodes one row; `certain` is written only by a staging encoder. */
-  add(c: Candle, certain = false): void {
+  /** Encodes one row. */
+  add(c: Candle): void {
     const b = this.buffer;
     let o = this.offset;
-    b.writeInt16BE(this.staging ? 9 : 8, o);
+    b.writeInt16BE(8, o);
     o += 2;
     const codeLength = b.write(c.code, o + 4, 'latin1');
     b.writeInt32BE(codeLength, o);
@@ -68,11 +61,6 @@ export class BinaryCopyEncoder {
     b.writeInt32BE(this.source.length, o);
     this.source.copy(b, o + 4);
     o += 4 + this.source.length;
-    if (this.staging) {
-      b.writeInt32BE(1, o);
-      b.writeUInt8(certain ? 1 : 0, o + 4);
-      o += 5;
-    }
     this.offset = o;
   }
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { markTouchedRangesOnClient } from '../prices/invalidations.ts';
-import { copyPass, type PassStats } from './copyPass.ts';
+import { copyPass, type HeldRowsOptions, type PassStats } from './copyPass.ts';
 import { mergeStage } from './mergeStage.ts';
 import { StoredSpans, type ExpectedRange } from './storedSpans.ts';
 import { addIngestTotals } from './totals.ts';
@@ -15,15 +15,15 @@ import type { LoadPath, RowSource, UnitResult } from './types.ts';
 //
 // The rows are read once (copyPass.ts). Before the first, one look per currency at the stored
 // rows (storedSpans.ts) tells which rows cannot collide with them:
-// - direct: while every row so far cannot, they are streamed by binary COPY straight into the
-//   hypertable: one pass at the speed of psql's \copy (path `direct` when all rows go so);
-// - merge: from the first row that might collide, the rest is COPYed into a temporary staging
-//   table, then moved on (mergeStage.ts): rows outside the stored span by a plain INSERT, the
-//   others by an anti-join against the stored rows and a plain INSERT of the unmatched (path
-//   `merge`).
+// - those are streamed by binary COPY straight into the hypertable: one pass at the speed of
+//   psql's \copy (path `direct` when all rows go so);
+// - the others are held in memory a batch at a time and matched against the keys stored in
+//   their window (storedKeys.ts); the unmatched go in by the next direct COPY, the matched are
+//   duplicates (path `merge`). A batch whose window holds too many stored keys is staged and
+//   anti-joined on the server instead (mergeStage.ts).
 // A unique violation (a row stored meanwhile by another writer, or repeated within the unit)
-// rolls the transaction back and the unit is redone with every row checked by INSERT … ON
-// CONFLICT (currency_code, time) DO NOTHING; the source is read again.
+// rolls the transaction back and the unit is redone with every row staged and checked by
+// INSERT … ON CONFLICT (currency_code, time) DO NOTHING; the source is read again.
 //
 // Conflict rule: the row already stored wins. Loading the same data twice adds nothing and never
 // rewrites history that rollups and clients have already seen; a correction is a delete of the
@@ -59,6 +59,8 @@ export interface LoadOptions {
   /** Progress deltas in rows and input bytes; negative when an attempt is redone. */
   onProgress?: (rows: number, bytes: number) => void;
   now?: number;
+  /** Batch size and staging threshold of the possibly stored rows (tests make them small). */
+  held?: HeldRowsOptions;
 }
 
 const UNIQUE_VIOLATION = '23505';
@@ -126,11 +128,12 @@ async function loadOnce(
 ): Promise<UnitResult> {
   const stats = await copyPass(client, unit.source, unit.rows(), spans, {
     report,
+    stageAll: checkEveryRow,
     ...(options.strict !== undefined ? { strict: options.strict } : {}),
     ...(options.now !== undefined ? { now: options.now } : {}),
+    ...(options.held !== undefined ? { held: options.held } : {}),
   });
-  const staged = stats.stagedCertain + stats.stagedMaybe > 0;
-  const path: LoadPath = staged ? 'merge' : 'direct';
+  const path: LoadPath = stats.held > 0 ? 'merge' : 'direct';
   const refusal = refusalOf(stats, options);
   if (refusal) {
     return {
@@ -143,9 +146,9 @@ async function loadOnce(
     };
   }
   unit.verify?.();
-  const { inserted, ranges } = staged
-    ? await mergeStage(client, stats, { checkEachInsert: checkEveryRow })
-    : { inserted: stats.direct, ranges: stats.certainRanges.ranges() };
+  const inserted =
+    stats.direct + (await mergeStage(client, stats, { checkEachInsert: checkEveryRow }));
+  const ranges = stats.directRanges.ranges();
   await markTouchedRangesOnClient(client, ranges);
   const result: UnitResult = {
     label: unit.label,

@@ -220,7 +220,7 @@ export function genericCsvParser(
         out.reject(lineNo, timeUs);
         continue;
       }
-      const volume = c.volume === -1 || f[c.volume]?.trim() === '' ? 0 : toNumber(f[c.volume]);
+      const volume = c.volume === -1 ? 0 : toNumber(f[c.volume], 0);
       let candle: Candle | string;
       if (c.price !== -1) {
         const price = toNumber(f[c.price]);
