@@ -81,6 +81,9 @@ test('the data client reuses its snapshot until it hears of a change, then reads
   try {
     await eventually(() => cached.runtime.changeEvents()!.isListening, 30_000, 'the listener');
     await setSnapshot(cached.runtime.pool, 'ETH', 10, new Date());
+    // The change is heard before the first read: otherwise a read may fetch the new list first
+    // and the change, heard after it, make the next read fetch it again.
+    await cached.runtime.changeEvents()!.sync();
     await eventually(async () => (await valueOfEth()) === 10, 10_000, 'the first price');
     const before = await listFetches();
     for (let i = 0; i < 5; i += 1) expect(await valueOfEth()).toBe(10);

@@ -259,7 +259,12 @@ function probePool(url: string, connectTimeoutMs: number, queryTimeoutMs: number
     keepAlive: true,
     application_name: 'platform replica probe',
   });
+  // A replica going down (restart, failover) ends its sessions with a FATAL error. On an idle
+  // client the pool's own listener catches it; on a checked-out one (queryOne) it can arrive
+  // after the query's answer and before its release, read in the same chunk, where a client
+  // with no listener of its own would crash the process. The failed probe is counted anyway.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
