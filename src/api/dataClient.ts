@@ -155,7 +155,10 @@ export class DataClient {
       );
       throw new DependencyUnavailableError(UNAVAILABLE);
     }
-    const length = Number(response.headers.get('content-length'));
+    // fetch decodes a compressed answer (a proxy before the data module may compress): its
+    // Content-Length is then that of the bytes on the wire, not of those passed on.
+    const encoded = (response.headers.get('content-encoding') ?? 'identity') !== 'identity';
+    const length = encoded ? Number.NaN : Number(response.headers.get('content-length'));
     return {
       body: Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>),
       ...(Number.isSafeInteger(length) && length > 0 ? { length } : {}),

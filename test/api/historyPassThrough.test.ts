@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { text } from 'node:stream/consumers';
+import { gzipSync } from 'node:zlib';
 import { DataClient } from '../../src/api/dataClient.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import { startApiHarness, type ApiHarness } from '../support/api.ts';
@@ -66,9 +67,13 @@ test('no points in the window: 204 without a body', async () => {
 });
 
 /** A stand-in data module answering every request with `status`, `type` and `body`. */
-async function upstream(status: number, type: string, body: string) {
+async function upstream(status: number, type: string, body: string | Buffer, encoding?: string) {
   const server = http.createServer((_req, res) => {
-    res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+    res.writeHead(status, {
+      'content-type': type,
+      'content-length': Buffer.byteLength(body),
+      ...(encoding ? { 'content-encoding': encoding } : {}),
+    });
     res.end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -89,16 +94,19 @@ async function upstream(status: number, type: string, body: string) {
 
 test('a JSON answer is passed on with its length; anything else is a 503', async () => {
   const json = '[{"timestamp":"2026-01-01T00:00:00.000Z","value":1.5}]';
-  const cases = [
+  const cases: Array<{ status: number; type: string; body: string | Buffer; encoding?: string }> = [
     { status: 200, type: 'application/json; charset=utf-8', body: json },
+    // Compressed on the way (a proxy before the data module): fetch decodes it, so the length
+    // on the wire is not the length passed on.
+    { status: 200, type: 'application/json', body: gzipSync(json), encoding: 'gzip' },
     { status: 200, type: 'text/html', body: '<html>a proxy page</html>' },
     { status: 500, type: 'application/json', body: '{"error":{"code":"internal_error"}}' },
     { status: 204, type: 'application/json', body: '' },
     { status: 404, type: 'application/json', body: '{"error":{"code":"unknown_currency"}}' },
   ];
   const outcomes: unknown[] = [];
-  for (const { status, type, body } of cases) {
-    const stand = await upstream(status, type, body);
+  for (const { status, type, body, encoding } of cases) {
+    const stand = await upstream(status, type, body, encoding);
     try {
       const answer = await stand.client.historyJson('BTC', 1, 60).then(
         async (passed) => passed && { length: passed.length, body: await text(passed.body) },
@@ -111,6 +119,7 @@ test('a JSON answer is passed on with its length; anything else is a 503', async
   }
   expect(outcomes).toEqual([
     { length: Buffer.byteLength(json), body: json },
+    { length: undefined, body: json },
     { failed: 503 },
     { failed: 503 },
     undefined,
