@@ -1,33 +1,21 @@
 import { describe, expect, test } from '@jest/globals';
 import { toNumber } from '../../src/data/ingest/candleValidation.ts';
-import { parseIsoMicros, TimeParser } from '../../src/data/ingest/timeParsing.ts';
+import { generalIsoMicros, parseIsoMicros, TimeParser } from '../../src/data/ingest/timeParsing.ts';
 
 // The loader reads times of the canonical ISO form digit by digit and numbers without trim():
 // both must accept exactly what the parsers before them accepted, with the same values and the
-// same reasons. The functions below are those earlier parsers, verbatim, as the reference.
+// same reasons. The reference for times is the general path every form took before
+// (generalIsoMicros, unchanged), under TimeParser.parse's old steps below; for numbers, the old
+// toNumber, verbatim.
 
 const OLD_EPOCH_TEXT = /^\d+(\.\d+)?$/;
-const OLD_ISO_TEXT =
-  /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d+))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
-
-function oldParseIsoMicros(text: string): number | null {
-  const match = OLD_ISO_TEXT.exec(text);
-  if (!match) return null;
-  const [, date, clock, fraction = '', zone] = match;
-  const ms = Date.parse(
-    `${date}T${clock ?? '00:00:00'}${fraction ? `.${fraction.slice(0, 3).padEnd(3, '0')}` : ''}${zone ?? 'Z'}`,
-  );
-  if (Number.isNaN(ms)) return null;
-  const extraMicros = fraction.length > 3 ? Number(fraction.slice(3, 6).padEnd(3, '0')) : 0;
-  return ms * 1000 + extraMicros;
-}
 
 /** The old TimeParser.parse on a fresh parser (no epoch unit fixed yet). */
 function oldParse(text: string): number | string {
   const trimmed = text.trim();
   if (trimmed === '') return 'time is empty';
   if (OLD_EPOCH_TEXT.test(trimmed)) return new TimeParser().parseEpoch(Number(trimmed));
-  const micros = oldParseIsoMicros(trimmed);
+  const micros = generalIsoMicros(trimmed);
   return (
     micros ??
     `time '${trimmed.length > 40 ? `${trimmed.slice(0, 40)}…` : trimmed}' is neither ISO 8601 nor an epoch number`
@@ -91,7 +79,7 @@ describe('the canonical ISO form read digit by digit', () => {
       if (typeof old === 'number') accepted++;
       const now = new TimeParser().parse(text);
       if (!Object.is(now, old)) differences.push({ text, now, old });
-      const [isoNow, isoOld] = [parseIsoMicros(text), oldParseIsoMicros(text)];
+      const [isoNow, isoOld] = [parseIsoMicros(text), generalIsoMicros(text)];
       if (!Object.is(isoNow, isoOld)) differences.push({ text, now: isoNow, old: isoOld });
     }
     expect(differences).toEqual([]);

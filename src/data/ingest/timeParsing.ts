@@ -38,8 +38,12 @@ export function parseIsoMicros(text: string): number | null {
   return canonical === null ? generalIsoMicros(text) : canonical;
 }
 
-/** Any form ISO_TEXT admits, through Date.parse (days past a month's end roll over, 24:00 too). */
-function generalIsoMicros(text: string): number | null {
+/**
+ * Any form ISO_TEXT admits, through Date.parse (days past a month's end roll over, 24:00 too):
+ * the path every form took before the canonical one was read digit by digit, and the reference
+ * that one is held to (test/ingest/fastParsing.test.ts).
+ */
+export function generalIsoMicros(text: string): number | null {
   const match = ISO_TEXT.exec(text);
   if (!match) return null;
   const [, date, clock, fraction = '', zone] = match;
@@ -121,7 +125,7 @@ function daysFromCivil(year: number, month: number, day: number): number {
  * by digit: a regular expression, a rebuilt string and Date.parse cost several times more, and a
  * file has a million of them. Returns null for anything else, and for values Date.parse treats
  * specially (hour 24), which then take the general path: both accept exactly the same text with
- * the same value (test/ingest/parsing.test.ts compares them).
+ * the same value (test/ingest/fastParsing.test.ts compares them).
  */
 function canonicalIsoMicros(text: string): number | null {
   const length = text.length;

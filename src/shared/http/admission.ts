@@ -27,9 +27,9 @@ export type RouteGate = (ctx: Context, next: Next) => Promise<void>;
 
 /**
  * Koa middleware limiting an HTTP route's concurrency, with a short bounded queue; past it a
- * request is refused with GateRefusedError (503 with Retry-After), recorded as a shed answer. A place is held until the
- * response is over (sent, or its client gone), so a streamed export holds it while it streams,
- * and a wait ends when its client leaves or after `maxWaitMs`.
+ * request is refused with GateRefusedError (503 with Retry-After), recorded as a shed answer. A
+ * place is held until the response is over (sent, or its client gone), so a streamed export holds
+ * it while it streams, and a wait ends when its client leaves or after `maxWaitMs`.
  */
 export function routeGate(name: string, options: GateOptions): RouteGate {
   const gate = new ConcurrencyGate({
