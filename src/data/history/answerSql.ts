@@ -4,7 +4,7 @@ import { followsWallClock } from '../../shared/time/bucketGrid.ts';
 import type { FillSeeds, SeedPoint } from './fillSeeds.ts';
 import { bucketSql, bucketStartsSql, ts, type RunBounds } from './gridSql.ts';
 import { CANDLE_IS_EMPTY, candleItem, openItem, type ItemShape } from './jsonText.ts';
-import { levelNamed, type Level, type LevelName, type RollupMode } from './levels.ts';
+import { levelNamed, type LevelName } from './levels.ts';
 import { mergeAdjacent, type Segment } from './planner.ts';
 import type { CandleRequest } from './request.ts';
 import { clip, RUN_BUCKETS, type Run } from './runs.ts';
@@ -52,18 +52,8 @@ export const revisionOf = (code: SqlFragment | string) =>
 /** Which run a bucket belongs to, where runs cannot be cut in time (see numberedRunsQuery). */
 const RUN_NUMBER = sql.fragment`(row_number() OVER (ORDER BY bucket) - 1) / ${RUN_BUCKETS}`;
 
-/**
- * The bounds of the run a lateral subquery computes (see runsQuery); `byKey`: levels' rows are
- * kept to the run by bounds on their primary key (see levelWithinRun).
- */
-interface LateralRun extends RunBounds {
-  byKey: boolean;
-}
-const lateralRun = (byKey: boolean): LateralRun => ({
-  lo: sql.fragment`run.lo`,
-  hi: sql.fragment`run.hi`,
-  byKey,
-});
+/** The bounds of the run a lateral subquery computes (see runsQuery). */
+const LATERAL_RUN: RunBounds = { lo: sql.fragment`run.lo`, hi: sql.fragment`run.hi` };
 
 /**
  * The statement computing the given runs' JSON texts: one row (empty, items) per run, in order.
@@ -76,14 +66,12 @@ export function runsJsonQuery(
   seeds: FillSeeds,
   shape: ItemShape,
   runs: readonly Run[],
-  mode: RollupMode,
 ) {
   const own = mergeAdjacent(runs.flatMap((run) => clip(segments, run.start, run.end)));
-  const run = lateralRun(mode === 'tables');
-  return runsQuery(runs, perRunQuery(request, own, seeds, shape, run), request.code);
+  return runsQuery(runs, perRunQuery(request, own, seeds, shape, LATERAL_RUN), request.code);
 }
 
-function segmentSource(code: string, segment: Segment, run?: LateralRun): SqlFragment {
+function segmentSource(code: string, segment: Segment, run?: RunBounds): SqlFragment {
   if (segment.source === 'raw') {
     return sql.fragment`
       SELECT time AS t, open, high, low, close, volume, 1::bigint AS count,
@@ -97,7 +85,7 @@ function segmentSource(code: string, segment: Segment, run?: LateralRun): SqlFra
     SELECT bucket AS t, open, high, low, close, volume, count, first_time, last_time
     FROM ${sql.identifier([level.relation])}
     WHERE currency_code = ${code} AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}
-      ${levelWithinRun(code, level, run)} ${runTouches(segment, run)}`;
+      ${withinRun(sql.fragment`bucket`, run)} ${runTouches(segment, run)}`;
 }
 
 /**
@@ -116,36 +104,13 @@ function runTouches(segment: Segment, run: RunBounds | undefined): SqlFragment {
 /**
  * Keeps a source's rows to one run. Runs start and end on bucket boundaries of the request
  * (but for the window's own ends), and level rows nest inside the request's buckets, so a
- * bucket's rows all fall in the same run.
+ * bucket's rows all fall in the same run. Plain bounds on the time column, which PostgreSQL
+ * compares once per run to skip the chunks a run does not reach (runtime chunk exclusion);
+ * bounds on (currency_code, bucket) rows, once used for candles_5m, skipped none and probed
+ * every chunk of the window in every run (sql/0280_candles_5m_brin.sql).
  */
 function withinRun(column: SqlFragment, run: RunBounds | undefined): SqlFragment {
   return run ? sql.fragment`AND ${column} >= ${run.lo} AND ${column} < ${run.hi}` : sql.fragment``;
-}
-
-/**
- * The levels read through bounds on their primary key: candles_5m, whose key does not cover its
- * columns, so that with plain bounds on `bucket` both of its indexes looked alike to the planner.
- */
-const READ_BY_KEY_BOUNDS = new Set<LevelName>(['5m']);
-
-/**
- * The same for a level's rows, as bounds on (currency_code, bucket), which only the primary key
- * can use. Written as plain bounds on `bucket`, the run's bounds (unknown when planning) made
- * every index look equally selective, and on candles_5m the planner took the hypertable's own
- * index on bucket alone, reading every currency's rows of the run and filtering them (50
- * currencies: 116 ms for a week at 5 min, against 6 ms through the key). The other levels'
- * keys cover their columns, and their plain bounds read the key alone; with row bounds the scan
- * of candles_15m went on past the run's end to the segment's, checking (text) keys on every
- * tuple, a fifth to a quarter more database CPU for 90 days at 15 min or half a year at 30 min
- * (50 currencies). On the hourly levels row bounds were read by a bitmap over the heap, slower.
- */
-function levelWithinRun(code: string, level: Level, run: LateralRun | undefined): SqlFragment {
-  // Not on continuous aggregates: there (TimescaleDB 2.23) the same bounds counted the rows of
-  // a backfilled and re-materialised hour twice; their reads keep the plain bounds.
-  if (!run?.byKey || !READ_BY_KEY_BOUNDS.has(level.name))
-    return withinRun(sql.fragment`bucket`, run);
-  return sql.fragment`AND (currency_code, bucket) >= (${code}::text, ${run.lo})
-    AND (currency_code, bucket) < (${code}::text, ${run.hi})`;
 }
 
 /** The whole answer in one statement, a row per bucket, ascending (see answerRows). */
@@ -186,7 +151,7 @@ function perRunQuery(
   segments: Segment[],
   seeds: FillSeeds,
   shape: ItemShape,
-  run: LateralRun,
+  run: RunBounds,
 ): SqlFragment {
   if (shape === 'open') {
     return sql.fragment`
@@ -238,7 +203,7 @@ export function answerRows(
   request: CandleRequest,
   segments: Segment[],
   seeds: FillSeeds,
-  run?: LateralRun,
+  run?: RunBounds,
 ): SqlFragment {
   const data = bucketRows(request, segments, 'ohlcv', run);
   if (request.fill === 'none') return data;
@@ -323,7 +288,7 @@ function bucketRows(
   request: CandleRequest,
   segments: Segment[],
   shape: 'ohlcv' | 'open',
-  run?: LateralRun,
+  run?: RunBounds,
 ) {
   const isDirect = (segment: Segment) => passesThrough(request, segment);
   const direct = segments.filter(isDirect).map(
@@ -331,7 +296,7 @@ function bucketRows(
       SELECT bucket, ${COLUMNS[shape]} FROM ${sql.identifier([levelOf(segment).relation])}
       WHERE currency_code = ${request.code}
         AND bucket >= ${ts(segment.start)} AND bucket < ${ts(segment.end)}
-        ${levelWithinRun(request.code, levelOf(segment), run)} ${runTouches(segment, run)}`,
+        ${withinRun(sql.fragment`bucket`, run)} ${runTouches(segment, run)}`,
   );
   const rest = segments.filter((segment) => !isDirect(segment));
   const merged = rest.length

@@ -12,7 +12,6 @@ import {
 import type { Segment } from './planner.ts';
 import { planRequest, settledSegments, type Plan } from './plan.ts';
 import type { CandleRequest } from './request.ts';
-import { rollupMode } from './rollupState.ts';
 import type { RunCache } from './runCache.ts';
 import { batchRuns, clip, isCuttable, planRuns, RUN_BUCKETS, type Run } from './runs.ts';
 
@@ -123,10 +122,9 @@ async function computeRuns(
   runs: readonly Run[],
 ): Promise<Array<[Run, FetchedRun]>> {
   const batches = batchRuns(runs, request);
-  const mode = await rollupMode(pool);
   const results = await Promise.all(
     batches.map((batch) => {
-      const query = runsJsonQuery(request, plan.segments, plan.seeds, shape, batch, mode);
+      const query = runsJsonQuery(request, plan.segments, plan.seeds, shape, batch);
       return withZoneErrors(request, () => pool.any(query));
     }),
   );
