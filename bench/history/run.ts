@@ -46,6 +46,9 @@ const ANALYST_CASES: Array<{ query: string; hours: number; seconds: number; tz?:
   { query: 'hours=4320&interval=30m', hours: 4320, seconds: 1800 },
   { query: 'hours=8760&interval=4h', hours: 8760, seconds: 14_400 },
   { query: 'hours=720&interval=1h&fill=previous', hours: 720, seconds: 3600 },
+  // Carrying fills over a year: one statement (values cross every bucket), ~8,760 points.
+  { query: 'hours=8760&interval=1h&fill=previous', hours: 8760, seconds: 3600 },
+  { query: 'hours=8760&interval=1h&fill=linear', hours: 8760, seconds: 3600 },
   {
     query: 'hours=8760&interval=1d&tz=Asia/Kolkata',
     hours: 8760,
@@ -96,6 +99,12 @@ const ANALYST_CASES: Array<{ query: string; hours: number; seconds: number; tz?:
     tz: 'America/St_Johns',
   },
   { query: 'hours=168&interval=90', hours: 168, seconds: 90 },
+  // Widths that no level above candles_5m divides (5-minute rows), and widths of whole minutes
+  // that are not multiples of 5 minutes, which only the raw rows can cut: each near 10,000 points.
+  { query: 'hours=720&interval=5m', hours: 720, seconds: 300 },
+  { query: 'hours=8760&interval=55m', hours: 8760, seconds: 3300 },
+  { query: 'hours=1166&interval=7m', hours: 1166, seconds: 420 },
+  { query: 'hours=8760&interval=61m', hours: 8760, seconds: 3660 },
 ];
 
 const { values: args } = parseArgs({
