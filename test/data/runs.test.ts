@@ -4,6 +4,7 @@ import type { CandleRequest } from '../../src/data/history/request.ts';
 import type { Segment } from '../../src/data/history/planner.ts';
 import {
   batchRuns,
+  carriesValues,
   isCuttable,
   MIN_BUCKETS_TO_SPLIT,
   planRuns,
@@ -115,14 +116,18 @@ describe('planRuns', () => {
     ]);
   });
 
-  test('only windows on a grid fixed in time without carried values are cuttable', () => {
+  test('only windows on a grid fixed in time are cuttable; carrying fills too (seeded per run)', () => {
     expect(isCuttable(request())).toBe(true);
     expect(isCuttable(request({ fill: 'null' }))).toBe(true);
     // Hours in a zone are fixed in time (from its local midnight); its days follow its wall clock.
     expect(isCuttable(request({ timeZone: 'Europe/Berlin' }))).toBe(true);
     expect(isCuttable(request({ timeZone: 'Europe/Berlin', intervalSeconds: 86_400 }))).toBe(false);
-    expect(isCuttable(request({ fill: 'previous' }))).toBe(false);
-    expect(isCuttable(request({ fill: 'linear' }))).toBe(false);
+    expect(isCuttable(request({ fill: 'previous' }))).toBe(true);
+    expect(isCuttable(request({ fill: 'linear' }))).toBe(true);
+    expect(carriesValues({ fill: 'previous' })).toBe(true);
+    expect(carriesValues({ fill: 'linear' })).toBe(true);
+    expect(carriesValues({ fill: 'null' })).toBe(false);
+    expect(carriesValues({ fill: 'none' })).toBe(false);
   });
 });
 

@@ -43,7 +43,7 @@ export const runTextRow = z.object({ empty: z.boolean(), items: z.string() });
  * A run's text with the currency's rollup revision read by the same statement, so as of the
  * same snapshot as the rows: a text is kept under a revision only if it was computed at it.
  */
-const revisedRunTextRow = runTextRow.extend({ revision: z.number() });
+export const revisedRunTextRow = runTextRow.extend({ revision: z.number() });
 
 /** A currency's rollup revision inside a statement (0 before its first rewrite). */
 export const revisionOf = (code: SqlFragment | string) =>
@@ -53,7 +53,7 @@ export const revisionOf = (code: SqlFragment | string) =>
 const RUN_NUMBER = sql.fragment`(row_number() OVER (ORDER BY bucket) - 1) / ${RUN_BUCKETS}`;
 
 /** The bounds of the run a lateral subquery computes (see runsQuery). */
-const LATERAL_RUN: RunBounds = { lo: sql.fragment`run.lo`, hi: sql.fragment`run.hi` };
+export const LATERAL_RUN: RunBounds = { lo: sql.fragment`run.lo`, hi: sql.fragment`run.hi` };
 
 /**
  * The statement computing the given runs' JSON texts: one row (empty, items) per run, in order.
@@ -70,6 +70,13 @@ export function runsJsonQuery(
   const own = mergeAdjacent(runs.flatMap((run) => clip(segments, run.start, run.end)));
   return runsQuery(runs, perRunQuery(request, own, seeds, shape, LATERAL_RUN), request.code);
 }
+
+/** The runs' starts or ends as a timestamptz[] parameter. */
+export const instants = (runs: readonly Run[], pick: 'start' | 'end') =>
+  sql.array(
+    runs.map((run) => new Date(run[pick]).toISOString()),
+    'timestamptz',
+  );
 
 function segmentSource(code: string, segment: Segment, run?: RunBounds): SqlFragment {
   if (segment.source === 'raw') {
@@ -169,15 +176,10 @@ function perRunQuery(
  * sorting them into runs, and no run groups enough buckets for a hash aggregate to spill.
  */
 function runsQuery(runs: readonly Run[], perRun: SqlFragment, code: string) {
-  const instants = (pick: 'start' | 'end') =>
-    sql.array(
-      runs.map((run) => new Date(run[pick]).toISOString()),
-      'timestamptz',
-    );
   return sql.type(revisedRunTextRow)`
     SELECT run.lo, run.hi, coalesce(answer.empty, true) AS empty, coalesce(answer.items, '') AS items,
            ${revisionOf(code)} AS revision
-    FROM unnest(${instants('start')}, ${instants('end')}) WITH ORDINALITY AS run(lo, hi, n)
+    FROM unnest(${instants(runs, 'start')}, ${instants(runs, 'end')}) WITH ORDINALITY AS run(lo, hi, n)
     CROSS JOIN LATERAL (${perRun}) AS answer
     ORDER BY run.n`;
 }
@@ -202,9 +204,10 @@ export function numberedRunsQuery(rows: SqlFragment) {
 export function answerRows(
   request: CandleRequest,
   segments: Segment[],
-  seeds: FillSeeds,
+  fillSeeds: FillSeeds | SeedSql,
   run?: RunBounds,
 ): SqlFragment {
+  const seeds = 'beforeClose' in fillSeeds ? fillSeeds : constantSeeds(fillSeeds);
   const data = bucketRows(request, segments, 'ohlcv', run);
   if (request.fill === 'none') return data;
   const joined = sql.fragment`
@@ -226,7 +229,7 @@ export function answerRows(
       marked AS (SELECT *, count(close) OVER (ORDER BY bucket) AS run FROM joined),
       filled AS (
         SELECT *, coalesce(first_value(close) OVER (PARTITION BY run ORDER BY bucket),
-                           ${seedClose(seeds.before)}) AS carried
+                           ${seeds.beforeClose}) AS carried
         FROM marked
       )
       SELECT bucket,
@@ -243,13 +246,13 @@ export function answerRows(
     ),
     anchored AS (
       SELECT m.*,
-             CASE WHEN prev_run = 0 THEN ${seedClose(seeds.before)}
+             CASE WHEN prev_run = 0 THEN ${seeds.beforeClose}
                   ELSE first_value(close) OVER (PARTITION BY prev_run ORDER BY bucket) END AS y0,
-             CASE WHEN prev_run = 0 THEN ${seedTime(seeds.before)}
+             CASE WHEN prev_run = 0 THEN ${seeds.beforeTime}
                   ELSE first_value(bucket) OVER (PARTITION BY prev_run ORDER BY bucket) END AS x0,
-             CASE WHEN next_run = 0 THEN ${seedClose(seeds.after)}
+             CASE WHEN next_run = 0 THEN ${seeds.afterClose}
                   ELSE first_value(close) OVER (PARTITION BY next_run ORDER BY bucket DESC) END AS y1,
-             CASE WHEN next_run = 0 THEN ${seedTime(seeds.after)}
+             CASE WHEN next_run = 0 THEN ${seeds.afterTime}
                   ELSE first_value(bucket) OVER (PARTITION BY next_run ORDER BY bucket DESC) END AS x1
       FROM marked m
     ),
@@ -325,5 +328,21 @@ function levelOf(segment: Segment) {
   return levelNamed(segment.source as LevelName);
 }
 
-const seedClose = (point: SeedPoint | null) => sql.fragment`${point?.close ?? null}::float8`;
-const seedTime = (point: SeedPoint | null) => sql.fragment`${point?.time ?? null}::timestamptz`;
+/** A fill's seeds inside a statement: constants, or the columns of the run being computed. */
+export interface SeedSql {
+  beforeClose: SqlFragment;
+  beforeTime: SqlFragment;
+  afterClose: SqlFragment;
+  afterTime: SqlFragment;
+}
+
+function constantSeeds(seeds: FillSeeds): SeedSql {
+  const close = (point: SeedPoint | null) => sql.fragment`${point?.close ?? null}::float8`;
+  const time = (point: SeedPoint | null) => sql.fragment`${point?.time ?? null}::timestamptz`;
+  return {
+    beforeClose: close(seeds.before),
+    beforeTime: time(seeds.before),
+    afterClose: close(seeds.after),
+    afterTime: time(seeds.after),
+  };
+}

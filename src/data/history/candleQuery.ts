@@ -13,7 +13,16 @@ import type { Segment } from './planner.ts';
 import { planRequest, settledSegments, type Plan } from './plan.ts';
 import type { CandleRequest } from './request.ts';
 import type { RunCache } from './runCache.ts';
-import { batchRuns, clip, isCuttable, planRuns, RUN_BUCKETS, type Run } from './runs.ts';
+import { filledRunTexts } from './filledRuns.ts';
+import {
+  batchRuns,
+  carriesValues,
+  clip,
+  isCuttable,
+  planRuns,
+  RUN_BUCKETS,
+  type Run,
+} from './runs.ts';
 
 // A history request's JSON answer, from plan to body, as the routes send it (run by run, kept
 // runs reused); the export's row stream is candleStream.ts.
@@ -74,6 +83,13 @@ async function jsonByRuns(
   cache: RunCache | undefined,
 ): Promise<JsonAnswer> {
   const runs = planRuns(request, settledSegments(plan.segments, plan.freshness));
+  if (carriesValues(request)) {
+    const filled = await filledRunTexts(pool, request, plan, runs);
+    return {
+      pieces: jsonArrayPieces(filled.map((run) => run.items)),
+      empty: filled.every((run) => run.empty),
+    };
+  }
   const keys = runs.map((run) => (cache && run.settled ? runKey(request, shape, plan, run) : null));
   const texts: Array<RunText | undefined> = keys.map((key) =>
     key === null ? undefined : cache!.get(key),
@@ -155,7 +171,7 @@ function runKey(request: CandleRequest, shape: ItemShape, plan: Plan, run: Run):
   ].join('|');
 }
 
-/** A window answered in one statement (zones, carrying fills), its rows numbered into runs. */
+/** A window answered in one statement (a zone's days and weeks), its rows numbered into runs. */
 async function wholeJson(
   pool: DatabasePool,
   request: CandleRequest,

@@ -40,10 +40,16 @@ export interface SettledSegment extends Segment {
 
 /**
  * Whether pieces of the window can be answered apart: buckets on a grid fixed in time (any but
- * a zone's days and weeks), and no fill that carries values from one bucket to the next.
+ * a zone's days and weeks). A fill that carries values across buckets is answered run by run
+ * too, each run seeded from the data around it (filledRuns.ts).
  */
 export function isCuttable(request: CandleRequest): boolean {
-  return !followsWallClock(request) && request.fill !== 'previous' && request.fill !== 'linear';
+  return !followsWallClock(request);
+}
+
+/** Whether the fill carries values from one bucket to the next. */
+export function carriesValues(request: Pick<CandleRequest, 'fill'>): boolean {
+  return request.fill === 'previous' || request.fill === 'linear';
 }
 
 /**

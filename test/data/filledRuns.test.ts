@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { sql } from 'slonik';
+import { answerRows, numberedRunsQuery } from '../../src/data/history/answerSql.ts';
+import { queryCandlesJson } from '../../src/data/history/candleQuery.ts';
+import { CANDLE_IS_EMPTY, candleItem } from '../../src/data/history/jsonText.ts';
+import { planRequest } from '../../src/data/history/plan.ts';
+import { refreshRollups } from '../../src/data/history/refresh.ts';
+import type { CandleRequest, FillMode } from '../../src/data/history/request.ts';
+import { RUN_BUCKETS } from '../../src/data/history/runs.ts';
+import { random } from '../support/candles.ts';
+import { insertCandles, type Candle } from '../support/prices.ts';
+import { createModeRuntime, MODES, type ModeRuntime } from '../support/rollupModes.ts';
+
+// A carrying fill is answered run by run (filledRuns.ts): every run seeded from the data around
+// it must give exactly the items the whole window gives in one statement, whatever lies around
+// the runs' bounds — gaps inside a run, runs with no data at all, a hole of two weeks, no data
+// in the window, none before or after its middle — and whatever the window's edges.
+
+const MIN = 60_000;
+const DAY = 1440 * MIN;
+const T0 = Math.floor((Date.now() - 40 * DAY) / DAY) * DAY;
+
+/**
+ * Observations seconds to minutes apart over 20 days, gaps of up to 3 hours now and then, and a
+ * hole [2 d, 19 d); one observation on either side of it all.
+ */
+function gappy(code: string): Candle[] {
+  const next = random(7);
+  const out: Candle[] = [
+    { code, time: new Date(T0 - 3 * DAY), open: 40, close: 41 },
+    { code, time: new Date(T0 + 25 * DAY), open: 90, close: 91 },
+  ];
+  let price = 50;
+  for (let t = T0 + 11_000; t < T0 + 20 * DAY;) {
+    if (t < T0 + 2 * DAY || t >= T0 + 19 * DAY) {
+      const close = price * (1 + (next() - 0.5) / 50);
+      out.push({ code, time: new Date(t), open: price, close, volume: Math.floor(next() * 8) / 4 });
+      price = close;
+    }
+    t += next() < 0.01 ? Math.floor(next() * 180 * MIN) : 1000 + Math.floor(next() * 6 * MIN);
+  }
+  return out;
+}
+
+const WINDOWS: Array<{ name: string; from: number; to: number; seconds: number }> = [
+  { name: 'a hole of 17 days', from: T0, to: T0 + 20 * DAY, seconds: 300 },
+  { name: 'no data in the window', from: T0 + 2.5 * DAY, to: T0 + 18.5 * DAY, seconds: 300 },
+  { name: 'data only at the start', from: T0 + DAY + 37_000, to: T0 + 15 * DAY, seconds: 300 },
+  { name: 'data only at the end', from: T0 + 5 * DAY, to: T0 + 20 * DAY - 1234, seconds: 300 },
+  { name: 'minute buckets with gaps', from: T0 + 0.5 * DAY, to: T0 + 2.2 * DAY, seconds: 60 },
+  { name: 'a few runs, 7-minute buckets', from: T0 - DAY, to: T0 + 21 * DAY, seconds: 420 },
+];
+
+describe.each(MODES)('carrying fills run by run, %s mode', (mode) => {
+  let runtime: ModeRuntime;
+
+  beforeAll(async () => {
+    runtime = await createModeRuntime(mode);
+    await insertCandles(runtime.pool, gappy('FIL'));
+    await refreshRollups(runtime.pool, { settleSeconds: 0, runPolicies: true });
+  }, 120_000);
+
+  afterAll(async () => {
+    await runtime.dispose();
+  });
+
+  /** The whole window in one statement, as carrying fills were answered before runs. */
+  async function whole(request: CandleRequest): Promise<string> {
+    const plan = await planRequest(runtime.pool, request);
+    const runs = await runtime.pool.any(
+      numberedRunsQuery(sql.fragment`
+        SELECT bucket, ${CANDLE_IS_EMPTY} AS is_empty, ${candleItem(request)} AS item
+        FROM (${answerRows(request, plan.segments, plan.seeds)}) AS candle`),
+    );
+    return `[${runs.map((run) => run.items).join(',')}]`;
+  }
+
+  async function byRuns(request: CandleRequest): Promise<string> {
+    const answer = await queryCandlesJson(runtime.pool, request);
+    return answer.pieces.map((piece) => piece.toString()).join('');
+  }
+
+  for (const window of WINDOWS) {
+    for (const fill of ['previous', 'linear'] as FillMode[]) {
+      test(`${window.name}, fill=${fill}`, async () => {
+        const request: CandleRequest = {
+          code: 'FIL',
+          from: new Date(window.from),
+          to: new Date(window.to),
+          intervalSeconds: window.seconds,
+          fill,
+        };
+        const expected = await whole(request);
+        expect(JSON.parse(expected).length).toBeGreaterThan(2 * RUN_BUCKETS);
+        expect(await byRuns(request)).toBe(expected);
+      });
+    }
+  }
+});
