@@ -6,6 +6,7 @@ import { CANDLE_IS_EMPTY, candleItem } from '../../src/data/history/jsonText.ts'
 import { planRequest } from '../../src/data/history/plan.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import type { CandleRequest, FillMode } from '../../src/data/history/request.ts';
+import { RunCache } from '../../src/data/history/runCache.ts';
 import { RUN_BUCKETS } from '../../src/data/history/runs.ts';
 import { random } from '../support/candles.ts';
 import { insertCandles, type Candle } from '../support/prices.ts';
@@ -52,6 +53,8 @@ const WINDOWS: Array<{ name: string; from: number; to: number; seconds: number }
 ];
 
 describe.each(MODES)('carrying fills run by run, %s mode', (mode) => {
+  /** Runs kept and served again: counted across the tests, at least one must be. */
+  let hits = 0;
   let runtime: ModeRuntime;
 
   beforeAll(async () => {
@@ -75,8 +78,8 @@ describe.each(MODES)('carrying fills run by run, %s mode', (mode) => {
     return `[${runs.map((run) => run.items).join(',')}]`;
   }
 
-  async function byRuns(request: CandleRequest): Promise<string> {
-    const answer = await queryCandlesJson(runtime.pool, request);
+  async function byRuns(request: CandleRequest, cache?: RunCache): Promise<string> {
+    const answer = await queryCandlesJson(runtime.pool, request, cache ? { cache } : {});
     return answer.pieces.map((piece) => piece.toString()).join('');
   }
 
@@ -93,7 +96,24 @@ describe.each(MODES)('carrying fills run by run, %s mode', (mode) => {
         const expected = await whole(request);
         expect(JSON.parse(expected).length).toBeGreaterThan(2 * RUN_BUCKETS);
         expect(await byRuns(request)).toBe(expected);
+        // Runs made from their own rows alone are kept; the answer is the same from them, and
+        // the runs beside kept ones that need their neighbours are still seeded exactly.
+        const cache = new RunCache(64 * 1024 * 1024);
+        expect(await byRuns(request, cache)).toBe(expected);
+        expect(await byRuns(request, cache)).toBe(expected);
+        hits += cache.hits;
+        // A later start (inside the hole, for the first window): runs shared with the first
+        // answer whose neighbours now lie outside the window take other seeds.
+        const later = {
+          ...request,
+          from: new Date(window.from + Math.min(3 * DAY, (window.to - window.from) / 2)),
+        };
+        expect(await byRuns(later, cache)).toBe(await whole(later));
       });
     }
   }
+
+  test('runs of carrying fills were kept and served again', () => {
+    expect(hits).toBeGreaterThan(0);
+  });
 });

@@ -9,6 +9,7 @@ import {
 import { planRequest } from '../../src/data/history/plan.ts';
 import type { CandleRequest } from '../../src/data/history/request.ts';
 import { RunCache } from '../../src/data/history/runCache.ts';
+import { carriesValues } from '../../src/data/history/runs.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';
@@ -41,8 +42,12 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
   // computed and as served again from the cache, and across backfills.
   const cache = new RunCache(64 * 1024 * 1024);
 
-  /** The JSON answer, asked twice: the second time settled runs come from the cache. */
-  async function parsedTwice(ask: () => Promise<JsonAnswer>) {
+  /**
+   * The JSON answer, asked twice: the second time settled runs come from the cache. With a
+   * carrying fill (`carries`), a settled run whose empty buckets take values from outside it is
+   * not kept (filledRuns.ts), so the second answer may miss those again.
+   */
+  async function parsedTwice(ask: () => Promise<JsonAnswer>, carries = false) {
     const first = await ask();
     const [hitsBefore, missesBefore] = [cache.hits, cache.misses];
     const second = await ask();
@@ -50,7 +55,7 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
     expect(second.pieces.join('')).toBe(text);
     expect(second.empty).toBe(first.empty);
     // Every settled run the first answer computed was kept: the second finds them all.
-    expect(cache.misses).toBe(missesBefore);
+    if (!carries) expect(cache.misses).toBe(missesBefore);
     const kept = second.pieces.filter((piece) => Buffer.isBuffer(piece)).length;
     expect(cache.hits - hitsBefore).toBeGreaterThanOrEqual(kept);
     const rows = JSON.parse(text) as unknown[];
@@ -60,7 +65,7 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
 
   /** The candles as the analyst route answers them (JSON built in SQL), parsed. */
   const answer = (request: CandleRequest) =>
-    parsedTwice(() => queryCandlesJson(runtime.pool, request, { cache }));
+    parsedTwice(() => queryCandlesJson(runtime.pool, request, { cache }), carriesValues(request));
   const ask = (request: Omit<CandleRequest, 'fill'>) => answer({ ...request, fill: 'none' });
 
   /** The contract history route's answer (each bucket's open), parsed. */

@@ -83,14 +83,17 @@ async function jsonByRuns(
   cache: RunCache | undefined,
 ): Promise<JsonAnswer> {
   const runs = planRuns(request, settledSegments(plan.segments, plan.freshness));
+  const keys = runs.map((run) => (cache && run.settled ? runKey(request, shape, plan, run) : null));
   if (carriesValues(request)) {
-    const filled = await filledRunTexts(pool, request, plan, runs);
+    const filled = await filledRunTexts(pool, request, plan, runs, {
+      lookUp: (i) => (keys[i] ? cache!.get(keys[i]) : undefined),
+      keep: (i, text) => keptIfCurrent(cache, keys[i] ?? null, plan, text),
+    });
     return {
       pieces: jsonArrayPieces(filled.map((run) => run.items)),
       empty: filled.every((run) => run.empty),
     };
   }
-  const keys = runs.map((run) => (cache && run.settled ? runKey(request, shape, plan, run) : null));
   const texts: Array<RunText | undefined> = keys.map((key) =>
     key === null ? undefined : cache!.get(key),
   );
@@ -106,18 +109,27 @@ async function jsonByRuns(
   for (const [index, run] of runs.entries()) {
     if (texts[index]) continue;
     const text = found.get(run)!;
-    const key = keys[index];
-    // Kept only when made at the revision of its key: the plan and the rows are read by separate
-    // statements, and a recomputed backfill may commit (or be replayed, on a replica) between
-    // them; its text is right for this answer but not for the plan's revision. Encoded once:
-    // the body then takes the kept Buffer as it is.
-    texts[index] =
-      key && text.revision === plan.freshness.revision ? keep(cache!, key, text) : text;
+    texts[index] = keptIfCurrent(cache, keys[index] ?? null, plan, text);
   }
   return {
     pieces: jsonArrayPieces(texts.map((text) => text!.items)),
     empty: texts.every((text) => text!.empty),
   };
+}
+
+/**
+ * A computed run's text, kept when it has a key and was made at the revision of its key: the plan
+ * and the rows are read by separate statements, and a recomputed backfill may commit (or be
+ * replayed, on a replica) between them; its text is right for this answer but not for the
+ * plan's revision. Encoded once: the body then takes the kept Buffer as it is.
+ */
+function keptIfCurrent(
+  cache: RunCache | undefined,
+  key: string | null,
+  plan: Plan,
+  text: FetchedRun,
+): RunText {
+  return cache && key && text.revision === plan.freshness.revision ? keep(cache, key, text) : text;
 }
 
 function keep(cache: RunCache, key: string, text: RunText): RunText {

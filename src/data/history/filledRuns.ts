@@ -86,34 +86,69 @@ function filledRunsJsonQuery(
 }
 
 /** A run's text, and where it holds data. */
-type FilledRun = z.infer<typeof filledRunRow>;
+export type FilledRun = z.infer<typeof filledRunRow>;
 
-/** The runs' JSON texts (items joined by commas) and whether each is empty, in order. */
+/** A run's JSON text (items joined by commas) and whether none of its buckets holds a value. */
+type RunText = { items: string | Buffer; empty: boolean };
+
+/** Where the runs' texts may be kept between requests (candleQuery.ts: the run cache). */
+export interface RunStore {
+  /** Run i's text kept from an earlier answer, if any. */
+  lookUp(i: number): RunText | undefined;
+  /** Offers run i's text, made from its own rows alone, for keeping; gives the text to send. */
+  keep(i: number, run: FilledRun): RunText;
+}
+
+/**
+ * The runs' texts, in order. A run that neither starts empty nor (for 'linear') ends empty is
+ * made from its own rows alone, whatever lies around it, and may be kept like any other run.
+ */
 export async function filledRunTexts(
   pool: DatabasePool,
   request: CandleRequest,
   plan: Plan,
   runs: readonly Run[],
-): Promise<Array<{ items: string; empty: boolean }>> {
-  const known = runs.map((_, i) => ({
+  store?: RunStore,
+): Promise<RunText[]> {
+  const kept = runs.map((_, i) => store?.lookUp(i));
+  const made: Array<FilledRun | undefined> = [];
+  const make = async (indices: number[], seedsOf: (i: number) => FillSeeds) => {
+    const seeds = indices.map(seedsOf);
+    const texts = await compute(
+      pool,
+      request,
+      plan.segments,
+      indices.map((i) => runs[i]!),
+      seeds,
+    );
+    for (const [j, i] of indices.entries()) made[i] = texts[j];
+  };
+  const known = (i: number): FillSeeds => ({
     before: i === 0 ? plan.seeds.before : null,
     after: i === runs.length - 1 ? plan.seeds.after : null,
-  }));
-  const first = await compute(pool, request, plan.segments, runs, known);
-  const again = runs.flatMap((run, i) =>
-    needsNeighbours(request, first, i)
-      ? [{ ...run, seeds: neighbourSeeds(plan, first, i), i }]
-      : [],
+  });
+  const indices = runs.map((_, i) => i);
+  await make(
+    indices.filter((i) => !kept[i]),
+    known,
   );
-  const second = await compute(
-    pool,
-    request,
-    plan.segments,
-    again,
-    again.map((run) => run.seeds),
-  );
-  for (const [j, run] of again.entries()) first[run.i] = second[j]!;
-  return first;
+  let again = indices.filter((i) => made[i] && needsNeighbours(request, made[i], i, runs.length));
+  if (again.length > 0 && kept.some(Boolean)) {
+    // Kept runs do not say where they hold data, which their neighbours' seeds are made of.
+    await make(
+      indices.filter((i) => kept[i]),
+      known,
+    );
+    kept.fill(undefined);
+    again = indices.filter((i) => needsNeighbours(request, made[i]!, i, runs.length));
+  }
+  const seeds = new Map(again.map((i) => [i, neighbourSeeds(plan, made as FilledRun[], i)]));
+  await make(again, (i) => seeds.get(i)!);
+  return indices.map((i) => {
+    if (kept[i]) return kept[i];
+    const run = made[i]!;
+    return store && ownRowsAlone(request, run) ? store.keep(i, run) : run;
+  });
 }
 
 /** The runs computed with the given seeds, in up to two batches at once (runs.ts batchRuns). */
@@ -132,13 +167,26 @@ async function compute(
   return results.flat();
 }
 
-/** Whether a run starts with empty buckets (after the first run) or, for 'linear', ends so. */
-function needsNeighbours(request: CandleRequest, runs: readonly FilledRun[], i: number): boolean {
-  const run = runs[i]!;
-  if (run.firstBucket === null) return false;
-  const leading = run.firstData === null || run.firstData.getTime() > run.firstBucket.getTime();
-  const trailing = run.lastData === null || run.lastData.getTime() < run.lastBucket!.getTime();
-  return (i > 0 && leading) || (request.fill === 'linear' && i < runs.length - 1 && trailing);
+/** Whether a run's first bucket and its last one hold no data (false for a run of no bucket). */
+function emptyEnds(run: FilledRun): { leading: boolean; trailing: boolean } {
+  if (run.firstBucket === null || run.lastBucket === null)
+    return { leading: false, trailing: false };
+  return {
+    leading: run.firstData === null || run.firstData.getTime() > run.firstBucket.getTime(),
+    trailing: run.lastData === null || run.lastData.getTime() < run.lastBucket.getTime(),
+  };
+}
+
+/** Whether run i starts empty (after the first run) or, for 'linear', ends so (before the last). */
+function needsNeighbours(request: CandleRequest, run: FilledRun, i: number, count: number) {
+  const { leading, trailing } = emptyEnds(run);
+  return (i > 0 && leading) || (request.fill === 'linear' && i < count - 1 && trailing);
+}
+
+/** Whether a run's text depends on its own rows alone: no seed fills any of its buckets. */
+function ownRowsAlone(request: CandleRequest, run: FilledRun): boolean {
+  const { leading, trailing } = emptyEnds(run);
+  return !leading && !(request.fill === 'linear' && trailing);
 }
 
 /**
