@@ -132,17 +132,15 @@ export async function filledRunTexts(
     indices.filter((i) => !kept[i]),
     known,
   );
-  let again = indices.filter((i) => made[i] && needsNeighbours(request, made[i], i, runs.length));
-  if (again.length > 0 && kept.some(Boolean)) {
-    // Kept runs do not say where they hold data, which their neighbours' seeds are made of.
-    await make(
-      indices.filter((i) => kept[i]),
-      known,
-    );
-    kept.fill(undefined);
-    again = indices.filter((i) => needsNeighbours(request, made[i]!, i, runs.length));
+  const again = indices.filter((i) => made[i] && needsNeighbours(request, made[i], i, runs.length));
+  // Their seeds come from the nearest runs holding data; a kept run does not say where it holds
+  // data, so the kept runs on the way are made too (mostly none, or the one next to it).
+  for (;;) {
+    const unknown = new Set(again.flatMap((i) => unknownOnTheWay(request, made, runs.length, i)));
+    if (unknown.size === 0) break;
+    await make([...unknown], known);
   }
-  const seeds = new Map(again.map((i) => [i, neighbourSeeds(plan, made as FilledRun[], i)]));
+  const seeds = new Map(again.map((i) => [i, neighbourSeeds(request, plan, made, runs.length, i)]));
   await make(again, (i) => seeds.get(i)!);
   return indices.map((i) => {
     if (kept[i]) return kept[i];
@@ -190,12 +188,55 @@ function ownRowsAlone(request: CandleRequest, run: FilledRun): boolean {
 }
 
 /**
+ * The nearest run from `from` on in the direction `step` holding data (by `holds`): the run,
+ * null when none does, or the index of the first run on the way not made (so not known).
+ */
+function nearestHolding(
+  made: ReadonlyArray<FilledRun | undefined>,
+  count: number,
+  from: number,
+  step: 1 | -1,
+  holds: (run: FilledRun) => boolean,
+): FilledRun | number | null {
+  for (let k = from; k >= 0 && k < count; k += step) {
+    const run = made[k];
+    if (!run) return k;
+    if (holds(run)) return run;
+  }
+  return null;
+}
+
+const holdsLast = (run: FilledRun) => run.lastData !== null;
+const holdsFirst = (run: FilledRun) => run.firstData !== null;
+
+/** The runs not made yet on the way from run i to the runs whose data seed it. */
+function unknownOnTheWay(
+  request: CandleRequest,
+  made: ReadonlyArray<FilledRun | undefined>,
+  count: number,
+  i: number,
+): number[] {
+  const ways = [nearestHolding(made, count, i - 1, -1, holdsLast)];
+  if (request.fill === 'linear') ways.push(nearestHolding(made, count, i + 1, 1, holdsFirst));
+  return ways.filter((way): way is number => typeof way === 'number');
+}
+
+/**
  * The seeds of run i from the runs around it: the last bucket holding data before it and the
  * first after it, or the window's own seeds where no run holds one.
  */
-function neighbourSeeds(plan: Plan, runs: readonly FilledRun[], i: number): FillSeeds {
-  const before = runs.slice(0, i).findLast((run) => run.lastData !== null);
-  const after = runs.slice(i + 1).find((run) => run.firstData !== null);
+function neighbourSeeds(
+  request: CandleRequest,
+  plan: Plan,
+  made: ReadonlyArray<FilledRun | undefined>,
+  count: number,
+  i: number,
+): FillSeeds {
+  const before = nearestHolding(made, count, i - 1, -1, holdsLast);
+  const after =
+    request.fill === 'linear' ? nearestHolding(made, count, i + 1, 1, holdsFirst) : null;
+  if (typeof before === 'number' || typeof after === 'number')
+    throw new Error('a run between a fill and its seed was not made');
   return {
     before: before ? seedOf(before.lastData!, before.lastClose!) : plan.seeds.before,
     after: after ? seedOf(after.firstData!, after.firstClose!) : plan.seeds.after,
