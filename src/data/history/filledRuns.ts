@@ -23,8 +23,9 @@ import { batchRuns, clip, type Run } from './runs.ts';
 // it already knows (the window's, at the window's ends) and reports where it holds data; the
 // runs that start or end empty are computed again, seeded from their neighbours' data buckets,
 // stamped with their starts as the one-statement answer stamps them. On market data, where
-// buckets are rarely empty, the second pass is mostly nothing. Runs of a fill are not kept
-// between requests: their text depends on data outside them.
+// buckets are rarely empty, the second pass is mostly nothing. A run no seed fills depends on its
+// own rows alone and is kept between requests like any other settled run (candleQuery.ts); the
+// others are made each time.
 
 /** Each run's own seeds, given beside its bounds (see filledRunsJsonQuery). */
 const RUN_SEEDS: SeedSql = {
