@@ -159,7 +159,7 @@ async function compute(
   seeds: readonly FillSeeds[],
 ): Promise<FilledRun[]> {
   const seeded = runs.map((run, i) => ({ ...run, seeds: seeds[i]! }));
-  const batches = batchRuns(seeded, request) as Array<typeof seeded>;
+  const batches = batchRuns(seeded, request);
   const results = await Promise.all(
     batches.map((batch) => pool.any(filledRunsJsonQuery(request, segments, batch))),
   );

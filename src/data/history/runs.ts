@@ -104,13 +104,13 @@ export function planRuns(request: CandleRequest, segments: readonly SettledSegme
  * buckets each, computed on separate connections at once; fewer than MIN_BUCKETS_TO_SPLIT
  * buckets stay one batch.
  */
-export function batchRuns(runs: readonly Run[], request: CandleRequest): Run[][] {
+export function batchRuns<R extends Run>(runs: readonly R[], request: CandleRequest): R[][] {
   if (runs.length === 0) return [];
   const width = request.intervalSeconds * 1000;
   const buckets = (run: Run) => (run.end - run.start) / width;
   const total = runs.reduce((sum, run) => sum + buckets(run), 0);
   if (total < MIN_BUCKETS_TO_SPLIT) return [[...runs]];
-  const batches: Run[][] = [[]];
+  const batches: R[][] = [[]];
   let counted = 0;
   for (const run of runs) {
     const share = (total * batches.length) / BATCHES;
