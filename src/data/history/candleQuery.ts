@@ -85,10 +85,12 @@ async function jsonByRuns(
   const runs = planRuns(request, settledSegments(plan.segments, plan.freshness));
   const keys = runs.map((run) => (cache && run.settled ? runKey(request, shape, plan, run) : null));
   if (carriesValues(request)) {
-    const filled = await filledRunTexts(pool, request, plan, runs, {
-      lookUp: (i) => (keys[i] ? cache!.get(keys[i]) : undefined),
-      keep: (i, text) => keptIfCurrent(cache, keys[i] ?? null, plan, text),
-    });
+    const filled = await withZoneErrors(request, () =>
+      filledRunTexts(pool, request, plan, runs, {
+        lookUp: (i) => (keys[i] ? cache!.get(keys[i]) : undefined),
+        keep: (i, text) => keptIfCurrent(cache, keys[i] ?? null, plan, text),
+      }),
+    );
     return {
       pieces: jsonArrayPieces(filled.map((run) => run.items)),
       empty: filled.every((run) => run.empty),
