@@ -6,6 +6,7 @@ import { createHarvestTask, HARVEST_TASK } from './harvestPrices.ts';
 import { healGapsTask, HEAL_TASK } from './healGaps.ts';
 import { refreshLegacyTask, LEGACY_TASK } from './refreshLegacy.ts';
 import { refreshRollupsTask } from './refreshRollups.ts';
+import { REORDER_TASK, reorderChunksTask } from './reorderChunks.ts';
 import { SIMULATED_HISTORY_TASK, simulatedHistoryTask } from './simulatedHistory.ts';
 
 /**
@@ -19,6 +20,7 @@ export function createTaskList(runtime: Runtime): TaskList {
     [HEAL_TASK]: healGapsTask(runtime),
     [SIMULATED_HISTORY_TASK]: simulatedHistoryTask(runtime),
     [LEGACY_TASK]: refreshLegacyTask(runtime),
+    [REORDER_TASK]: reorderChunksTask(runtime),
     ...ingestTasks(runtime),
   };
 }
@@ -52,4 +54,6 @@ export const crontab: string[] = [
   '* * * * * refresh_rollups ?queue=rollups&jobKey=refresh_rollups&jobKeyMode=preserve_run_at&max=3',
   // Gap healing: one pending job at a time; currencies are locked one by one (advisory locks).
   '*/15 * * * * heal_gaps ?queue=heal&jobKey=heal_gaps&jobKeyMode=preserve_run_at&max=1',
+  // Settled chunks into currency order, a few an hour: each chunk once, a lock of seconds each.
+  '41 * * * * reorder_chunks ?queue=maintenance&jobKey=reorder_chunks&jobKeyMode=preserve_run_at&max=2',
 ];
