@@ -53,6 +53,7 @@ interface PlanNode {
   'Index Name'?: string;
   'Relation Name'?: string;
   'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
   Plans?: PlanNode[];
 }
 
@@ -114,5 +115,50 @@ describe('reading candles_5m run by run (rollup tables)', () => {
     const levelIndexes = indexes.filter((name) => name.includes('candles_5m'));
     expect(levelIndexes).toHaveLength(3);
     for (const index of levelIndexes) expect(index).toMatch(/candles_5m_pkey$/);
+  });
+});
+
+describe('reading raw minutes in the order the harvest writes them', () => {
+  // The newest chunk of the raw table holds every currency of a minute together (reorder_chunks
+  // leaves it so until it settles). A run's bounds are parameters, so the planner guesses how many
+  // rows they hold; at PostgreSQL's default random_page_cost (4) it read one currency's minutes
+  // through the index on time, whose order the heap follows, and filtered out every other
+  // currency's rows (24 h at 1 min for 50 currencies: 14,014 rows removed per run, 11.5 ms p50
+  // first requests against 5.2 ms through the key). Every session sets a random_page_cost for
+  // memory- and SSD-resident data (src/shared/db/sessionSettings.ts).
+  const codes = Array.from({ length: 30 }, (_, i) => `R${String(i).padStart(2, '0')}`);
+  const end = Math.floor(now / MIN) * MIN;
+
+  beforeAll(async () => {
+    const candles: Candle[] = [];
+    for (let t = end - DAY; t < end; t += MIN) {
+      for (const [i, code] of codes.entries())
+        candles.push({ code, time: new Date(t), open: 10 + i });
+    }
+    await insertCandles(runtime.pool, candles);
+    await runtime.pool.query(sql.unsafe`ANALYZE price_observations`);
+  }, 120_000);
+
+  test("one currency's minutes are read through the primary key, no other currency's rows", async () => {
+    const request: CandleRequest = {
+      code: 'R07',
+      from: new Date(end - DAY),
+      to: new Date(end),
+      intervalSeconds: 60,
+      fill: 'none',
+    };
+    const plan = await planRequest(runtime.pool, request);
+    expect(plan.segments.map((segment) => segment.source)).toContain('raw');
+    const runs = planRuns(request, settledSegments(plan.segments, plan.freshness));
+    const executed = await explain(runsJsonQuery(request, plan.segments, plan.seeds, 'open', runs));
+
+    const rawScans = executed.filter((node) =>
+      (node['Index Name'] ?? '').includes('price_observations'),
+    );
+    expect(rawScans.length).toBeGreaterThan(0);
+    for (const scan of rawScans) {
+      expect(scan['Index Name']).toMatch(/price_observations_pkey$/);
+      expect(scan['Rows Removed by Filter'] ?? 0).toBe(0);
+    }
   });
 });
