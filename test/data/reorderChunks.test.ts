@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
+import { checkRollups } from '../../src/data/history/doctorChecks.ts';
 import { reorderSettledChunks } from '../../src/data/history/reorderChunks.ts';
 import { startWorkerRunner } from '../../src/worker/start.ts';
 import { createTaskList, crontab } from '../../workers/index.ts';
@@ -50,6 +51,10 @@ describe.each(MODES)('reordering settled chunks, %s mode', (mode) => {
       FROM (SELECT currency_code, lag(currency_code) OVER (ORDER BY ctid) AS previous
             FROM ${sql.identifier(chunk.split('.'))}) AS physical`);
 
+  /** platform doctor's line on the chunks still in write order. */
+  const chunkOrder = async () =>
+    (await checkRollups({ pool: runtime.pool })).find((check) => check.name === 'chunk order')!;
+
   /** Every row of the raw table and of the 5-minute level, as one digest. */
   const contents = () =>
     runtime.pool.oneFirst(sql.type(z.object({ digest: z.string() }))`
@@ -77,7 +82,16 @@ describe.each(MODES)('reordering settled chunks, %s mode', (mode) => {
     const settledRaw = raw.slice(0, -1);
     for (const chunk of settledRaw) expect(await stretches(chunk)).toBeGreaterThan(100);
 
+    const waiting = await chunkOrder();
+    expect(waiting.ok).toBe(false);
+    expect(waiting.detail).toMatch(/^\d+ settled chunks in write order \(none reordered yet\)/);
+
     const result = await reorderSettledChunks(runtime.pool, { maxChunks: 100 });
+
+    expect(await chunkOrder()).toMatchObject({
+      ok: true,
+      detail: 'every settled chunk is in currency order',
+    });
 
     expect(result.busy).toEqual([]);
     expect(result.reordered).toEqual(expect.arrayContaining(settledRaw));
@@ -117,6 +131,9 @@ describe.each(MODES)('reordering settled chunks, %s mode', (mode) => {
         await reader.query(`LOCK TABLE ${chunk} IN ACCESS SHARE MODE`);
         const blocked = await reorderSettledChunks(runtime.pool, { lockTimeoutMs: 100 });
         expect(blocked).toEqual({ reordered: [], busy: [chunk] });
+        // Left over while the job runs: the doctor reports it, and no fault.
+        expect(await chunkOrder()).toMatchObject({ ok: true });
+        expect((await chunkOrder()).detail).toMatch(/^1 settled chunks in write order \(last one/);
       } finally {
         await reader.query('ROLLBACK');
         reader.release();

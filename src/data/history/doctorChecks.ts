@@ -1,5 +1,6 @@
 import type { Check, DoctorContext } from '../../shared/diagnostics.ts';
 import { LEVELS, levelNamed } from './levels.ts';
+import { readReorderBacklog } from './reorderChunks.ts';
 import { readRollupStatus, type RollupStatus } from './rollupState.ts';
 
 // How far behind each level may fall before `platform doctor` complains. A level is materialised
@@ -10,6 +11,8 @@ const SLACK_SECONDS = 15 * 60;
 /** The levels as built, each after the one it is built from: raw → 5m, 15m → 1h … */
 const CHAIN = LEVELS.map((level) => `${level.below ?? 'raw'} → ${level.name}`).join(', ');
 const allowedLag = (widthSeconds: number) => 3 * widthSeconds + SLACK_SECONDS;
+/** reorder_chunks runs hourly: a backlog with no chunk reordered for longer means it is not. */
+const REORDER_SILENCE_SECONDS = 2 * 3600;
 
 /** Rollup mode, each level's watermark and lag, and backfills waiting (for `platform doctor`). */
 export async function checkRollups({ pool }: Pick<DoctorContext, 'pool'>): Promise<Check[]> {
@@ -66,5 +69,24 @@ export async function checkRollups({ pool }: Pick<DoctorContext, 'pool'>): Promi
       : 'no backfilled ranges waiting',
     fix,
   });
+  checks.push(await chunkOrderCheck(pool));
   return checks;
+}
+
+/** Settled chunks still in write order, which the worker's reorder_chunks takes hour by hour. */
+async function chunkOrderCheck(pool: DoctorContext['pool']): Promise<Check> {
+  const { waiting, lastReorderedAt } = await readReorderBacklog(pool);
+  const silentSeconds = lastReorderedAt ? (Date.now() - lastReorderedAt.getTime()) / 1000 : null;
+  const last = lastReorderedAt
+    ? `last one ${Math.round(silentSeconds!)} s ago`
+    : 'none reordered yet';
+  return {
+    name: 'chunk order',
+    ok: waiting === 0 || (silentSeconds !== null && silentSeconds <= REORDER_SILENCE_SECONDS),
+    detail:
+      waiting === 0
+        ? 'every settled chunk is in currency order'
+        : `${waiting} settled chunks in write order (${last}); reorder_chunks takes 6 an hour`,
+    fix: 'start the worker (`platform start --role worker`): its hourly reorder_chunks job',
+  };
 }

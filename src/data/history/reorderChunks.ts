@@ -65,8 +65,7 @@ export async function reorderSettledChunks(
  * aggregates' materialisation hypertables) not reordered yet, the most recent first (the most
  * read), each with its index on (currency_code, time dimension).
  */
-function candidatesQuery(limit: number) {
-  return sql.type(candidateRow)`
+const CANDIDATES = sql.fragment`
     WITH targets AS (
       SELECT hypertable_schema AS schema, hypertable_name AS name
       FROM timescaledb_information.hypertables
@@ -99,8 +98,21 @@ function candidatesQuery(limit: number) {
       LIMIT 1
     ) AS ordering
     WHERE NOT EXISTS (SELECT FROM chunk_reorders r WHERE r.chunk = s.chunk)
-    ORDER BY s.range_end DESC
-    LIMIT ${limit}`;
+    ORDER BY s.range_end DESC`;
+
+/** The first `limit` candidates. */
+function candidatesQuery(limit: number) {
+  return sql.type(candidateRow)`${CANDIDATES} LIMIT ${limit}`;
+}
+
+const backlogRow = z.object({ waiting: z.number(), lastReorderedAt: z.date().nullable() });
+export type ReorderBacklog = z.infer<typeof backlogRow>;
+
+/** Settled chunks still in write order, and when the job last reordered one (platform doctor). */
+export async function readReorderBacklog(pool: DatabasePool): Promise<ReorderBacklog> {
+  return pool.one(sql.type(backlogRow)`
+    SELECT (SELECT count(*)::int FROM (${CANDIDATES}) AS candidates) AS waiting,
+           (SELECT max(reordered_at) FROM chunk_reorders) AS "lastReorderedAt"`);
 }
 
 /** Reorders one chunk and records it; false when its lock stayed busy past the timeout. */
