@@ -119,6 +119,18 @@ describe.each(MODES)('reordering settled chunks, %s mode', (mode) => {
     });
   });
 
+  if (mode === 'continuous') {
+    test('a compressed chunk is left as it is', async () => {
+      const [chunk] = await chunksOf('price_observations');
+      await runtime.pool.query(sql.unsafe`DELETE FROM chunk_reorders WHERE chunk = ${chunk!}`);
+      await runtime.pool.query(sql.unsafe`
+        ALTER TABLE price_observations
+          SET (timescaledb.compress, timescaledb.compress_segmentby = 'currency_code')`);
+      await runtime.pool.query(sql.unsafe`SELECT compress_chunk(${chunk!}::regclass)`);
+      expect(await reorderSettledChunks(runtime.pool)).toEqual({ reordered: [], busy: [] });
+    });
+  }
+
   if (mode === 'tables') {
     test('a chunk whose lock is busy is left to the next call', async () => {
       const [chunk] = await chunksOf('price_observations');

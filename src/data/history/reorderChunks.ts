@@ -82,7 +82,8 @@ const CANDIDATES = sql.fragment`
       FROM targets t
       JOIN timescaledb_information.chunks c
         ON c.hypertable_schema = t.schema AND c.hypertable_name = t.name
-      WHERE c.range_end <= now() - ${SETTLED_AFTER}
+      -- A compressed chunk (Timescale edition) is already stored by segment, and cannot be.
+      WHERE c.range_end <= now() - ${SETTLED_AFTER} AND NOT c.is_compressed
     )
     SELECT s.chunk, s.schema, s.name, ordering.index
     FROM settled s
@@ -122,7 +123,8 @@ async function reorderChunk(
   continuous: boolean,
   lockTimeoutMs: number,
 ): Promise<boolean> {
-  const record = sql.unsafe`INSERT INTO chunk_reorders (chunk) VALUES (${chunk})`;
+  // Two workers may reorder the same chunk at once (the second waits, then rewrites it again).
+  const record = sql.unsafe`INSERT INTO chunk_reorders (chunk) VALUES (${chunk}) ON CONFLICT DO NOTHING`;
   // The planner costs an index scan by the correlation of the heap's order with the index's;
   // left at the old order's statistics it read one currency's minutes of a reordered chunk
   // through the time index, every currency's rows filtered (a year at 61 min: 1.1 → 2.2 s,
