@@ -149,9 +149,10 @@ async function reorderChunk(
             await tx.query(
               sql.unsafe`CLUSTER ${sql.identifier([schema, name])} USING ${sql.identifier([index])}`,
             );
-            await tx.query(analyze);
             await tx.query(record);
           });
+          // After the commit, so the chunk's lock is held only while it is rewritten.
+          await connection.query(analyze);
         }
       } finally {
         await connection.query(sql.unsafe`RESET lock_timeout`);
