@@ -1,4 +1,4 @@
--- The settled chunks whose rows were put in (currency_code, time) order, each once
+-- The closed chunks (time range ended a day ago) whose rows were put in (currency_code, time) order, each once
 -- (src/data/history/reorderChunks.ts): every write path writes all currencies of the same time
 -- together, and one currency's history read from a chunk so written touches a heap page per row.
 -- Chunks by schema-qualified name: chunk names are never reused, and a row for a dropped chunk

@@ -54,6 +54,6 @@ export const crontab: string[] = [
   '* * * * * refresh_rollups ?queue=rollups&jobKey=refresh_rollups&jobKeyMode=preserve_run_at&max=3',
   // Gap healing: one pending job at a time; currencies are locked one by one (advisory locks).
   '*/15 * * * * heal_gaps ?queue=heal&jobKey=heal_gaps&jobKeyMode=preserve_run_at&max=1',
-  // Settled chunks into currency order, a few an hour: each chunk once, a lock of seconds each.
+  // Closed chunks into currency order, a few an hour: each chunk once, a lock of seconds each.
   '41 * * * * reorder_chunks ?queue=maintenance&jobKey=reorder_chunks&jobKeyMode=preserve_run_at&max=2',
 ];

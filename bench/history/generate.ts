@@ -6,7 +6,7 @@ import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';
 // written as the harvest writes them: every currency of the same minute together, a day at a
 // time (one INSERT … SELECT generate_series per day). A chunk so written holds one currency's rows
 // one or two to a heap page, which is what reads meet until the worker's reorder_chunks puts a
-// settled chunk in currency order (run.ts runs it as the worker would). Prices follow a
+// closed chunk in currency order (run.ts runs it as the worker would). Prices follow a
 // deterministic walk of sines plus noise; every candle is a real OHLCV. Each day's rows are
 // marked for the rollups in the same transaction, as every write path of the platform marks them
 // (src/data/prices/invalidations.ts): on a database whose rollups have already caught up (more

@@ -4,7 +4,7 @@
 //
 // Uses its own database (BENCH_DATABASE_URL, default postgres://127.0.0.1:5432/bench_history),
 // generates the history once (kept between runs) as the harvest writes it, lets the rollups
-// catch up and puts settled chunks in currency order as the worker does, then times the
+// catch up and puts closed chunks in currency order as the worker does, then times the
 // contract's history route, served by the data module in its own process (`platform start --role
 // data`) and requested from another (client.ts), beside two baselines computed in SQL from the
 // raw rows. Two data processes answer: one with its cache of settled runs warm (one pass over
@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { bucketSql } from '../../src/data/history/gridSql.ts';
 import { LEVEL_RELATIONS } from '../../src/data/history/levels.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
-import { reorderSettledChunks } from '../../src/data/history/reorderChunks.ts';
+import { reorderClosedChunks } from '../../src/data/history/reorderChunks.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { createToken } from '../../src/data/tokens/tokenStore.ts';
 import { loadConfig } from '../../src/shared/config.ts';
@@ -291,16 +291,16 @@ async function main() {
       if (result.caughtUp) break;
     }
     log(`rollups caught up in ${((Date.now() - refreshStarted) / 1000).toFixed(0)} s`);
-    // What the worker's reorder_chunks does over its hourly runs: settled chunks in currency order.
+    // What the worker's reorder_chunks does over its hourly runs: closed chunks in currency order.
     const reorderStarted = Date.now();
     let reordered = 0;
     for (;;) {
-      const result = await reorderSettledChunks(bulkPool);
+      const result = await reorderClosedChunks(bulkPool);
       reordered += result.reordered.length;
       if (result.reordered.length === 0) break;
     }
     const reorderSeconds = ((Date.now() - reorderStarted) / 1000).toFixed(0);
-    log(`settled chunks put in currency order: ${reordered} in ${reorderSeconds} s`);
+    log(`closed chunks put in currency order: ${reordered} in ${reorderSeconds} s`);
     // Autovacuum would get there too; the benchmark should not measure before it has.
     for (const relation of LEVEL_RELATIONS) {
       await bulkPool.query(sql.unsafe`VACUUM ANALYZE ${sql.identifier([relation])}`);

@@ -120,7 +120,7 @@ describe('reading candles_5m run by run (rollup tables)', () => {
 
 describe('reading raw minutes in the order the harvest writes them', () => {
   // The newest chunk of the raw table holds every currency of a minute together (reorder_chunks
-  // leaves it so until it settles). A run's bounds are parameters, so the planner guesses how many
+  // leaves it so until it closes). A run's bounds are parameters, so the planner guesses how many
   // rows they hold; at PostgreSQL's default random_page_cost (4) it read one currency's minutes
   // through the index on time, whose order the heap follows, and filtered out every other
   // currency's rows (24 h at 1 min for 50 currencies: 14,014 rows removed per run, 11.5 ms p50

@@ -3,14 +3,14 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { checkRollups } from '../../src/data/history/doctorChecks.ts';
-import { reorderSettledChunks } from '../../src/data/history/reorderChunks.ts';
+import { reorderClosedChunks } from '../../src/data/history/reorderChunks.ts';
 import { startWorkerRunner } from '../../src/worker/start.ts';
 import { createTaskList, crontab } from '../../workers/index.ts';
 import { insertCandles, type Candle } from '../support/prices.ts';
 import { createModeRuntime, MODES, type ModeRuntime } from '../support/rollupModes.ts';
 import { until } from '../support/wait.ts';
 
-// Settled chunks are put in (currency_code, time) order once, in both editions (CLUSTER on the
+// Closed chunks are put in (currency_code, time) order once, in both editions (CLUSTER on the
 // Apache one, reorder_chunk on Timescale's), without changing a row; the chunks still written to
 // are left alone, and a chunk whose lock is busy is left to the next call.
 
@@ -31,7 +31,7 @@ function harvestedCandles(): Candle[] {
   );
 }
 
-describe.each(MODES)('reordering settled chunks, %s mode', (mode) => {
+describe.each(MODES)('reordering closed chunks, %s mode', (mode) => {
   let runtime: ModeRuntime;
 
   beforeAll(async () => {
@@ -75,32 +75,32 @@ describe.each(MODES)('reordering settled chunks, %s mode', (mode) => {
                                  WHERE view_name = ${relation})
       ORDER BY c.range_start`);
 
-  test('settled chunks of the raw table and the levels are put in currency order, nothing else', async () => {
+  test('closed chunks of the raw table and the levels are put in currency order, nothing else', async () => {
     const before = await contents();
     const raw = await chunksOf('price_observations');
     const newest = raw.at(-1)!;
-    const settledRaw = raw.slice(0, -1);
-    for (const chunk of settledRaw) expect(await stretches(chunk)).toBeGreaterThan(100);
+    const closedRaw = raw.slice(0, -1);
+    for (const chunk of closedRaw) expect(await stretches(chunk)).toBeGreaterThan(100);
 
     const waiting = await chunkOrder();
     expect(waiting.ok).toBe(false);
-    expect(waiting.detail).toMatch(/^\d+ settled chunks in write order \(none reordered yet\)/);
+    expect(waiting.detail).toMatch(/^\d+ closed chunks in write order \(none reordered yet\)/);
 
-    const result = await reorderSettledChunks(runtime.pool, { maxChunks: 100 });
+    const result = await reorderClosedChunks(runtime.pool, { maxChunks: 100 });
 
     expect(await chunkOrder()).toMatchObject({
       ok: true,
-      detail: 'every settled chunk is in currency order',
+      detail: 'every closed chunk is in currency order',
     });
 
     expect(result.busy).toEqual([]);
-    expect(result.reordered).toEqual(expect.arrayContaining(settledRaw));
+    expect(result.reordered).toEqual(expect.arrayContaining(closedRaw));
     expect(result.reordered).not.toContain(newest);
     const levelChunks = (await chunksOf('candles_5m')).filter((chunk) =>
       result.reordered.includes(chunk),
     );
     expect(levelChunks.length).toBeGreaterThan(0);
-    for (const chunk of [...settledRaw, ...levelChunks]) {
+    for (const chunk of [...closedRaw, ...levelChunks]) {
       expect(await stretches(chunk)).toBe(CODES.length);
     }
     expect(await stretches(newest)).toBeGreaterThan(CODES.length);
@@ -113,7 +113,7 @@ describe.each(MODES)('reordering settled chunks, %s mode', (mode) => {
   }, 120_000);
 
   test('each chunk is reordered once', async () => {
-    expect(await reorderSettledChunks(runtime.pool, { maxChunks: 100 })).toEqual({
+    expect(await reorderClosedChunks(runtime.pool, { maxChunks: 100 })).toEqual({
       reordered: [],
       busy: [],
     });
@@ -127,7 +127,7 @@ describe.each(MODES)('reordering settled chunks, %s mode', (mode) => {
         ALTER TABLE price_observations
           SET (timescaledb.compress, timescaledb.compress_segmentby = 'currency_code')`);
       await runtime.pool.query(sql.unsafe`SELECT compress_chunk(${chunk!}::regclass)`);
-      expect(await reorderSettledChunks(runtime.pool)).toEqual({ reordered: [], busy: [] });
+      expect(await reorderClosedChunks(runtime.pool)).toEqual({ reordered: [], busy: [] });
     });
   }
 
@@ -141,16 +141,16 @@ describe.each(MODES)('reordering settled chunks, %s mode', (mode) => {
       try {
         await reader.query('BEGIN');
         await reader.query(`LOCK TABLE ${chunk} IN ACCESS SHARE MODE`);
-        const blocked = await reorderSettledChunks(runtime.pool, { lockTimeoutMs: 100 });
+        const blocked = await reorderClosedChunks(runtime.pool, { lockTimeoutMs: 100 });
         expect(blocked).toEqual({ reordered: [], busy: [chunk] });
         // Left over while the job runs: the doctor reports it, and no fault.
         expect(await chunkOrder()).toMatchObject({ ok: true });
-        expect((await chunkOrder()).detail).toMatch(/^1 settled chunks in write order \(last one/);
+        expect((await chunkOrder()).detail).toMatch(/^1 closed chunks in write order \(last one/);
       } finally {
         await reader.query('ROLLBACK');
         reader.release();
       }
-      const freed = await reorderSettledChunks(runtime.pool, { lockTimeoutMs: 100 });
+      const freed = await reorderClosedChunks(runtime.pool, { lockTimeoutMs: 100 });
       expect(freed).toEqual({ reordered: [chunk], busy: [] });
     });
 

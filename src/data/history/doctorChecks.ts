@@ -73,7 +73,7 @@ export async function checkRollups({ pool }: Pick<DoctorContext, 'pool'>): Promi
   return checks;
 }
 
-/** Settled chunks still in write order, which the worker's reorder_chunks takes hour by hour. */
+/** Closed chunks still in write order, which the worker's reorder_chunks takes hour by hour. */
 async function chunkOrderCheck(pool: DoctorContext['pool']): Promise<Check> {
   const { waiting, lastReorderedAt } = await readReorderBacklog(pool);
   const silentSeconds = lastReorderedAt ? (Date.now() - lastReorderedAt.getTime()) / 1000 : null;
@@ -85,8 +85,8 @@ async function chunkOrderCheck(pool: DoctorContext['pool']): Promise<Check> {
     ok: waiting === 0 || (silentSeconds !== null && silentSeconds <= REORDER_SILENCE_SECONDS),
     detail:
       waiting === 0
-        ? 'every settled chunk is in currency order'
-        : `${waiting} settled chunks in write order (${last}); reorder_chunks takes 6 an hour`,
+        ? 'every closed chunk is in currency order'
+        : `${waiting} closed chunks in write order (${last}); reorder_chunks takes 6 an hour`,
     fix: 'start the worker (`platform start --role worker`): its hourly reorder_chunks job',
   };
 }

@@ -8,7 +8,7 @@ import { rollupMode } from './rollupState.ts';
 // minute. In a chunk so written, a currency's rows sit one or two to a heap page among the
 // other currencies', and a year of its minutes or 5-minute rows reads as many pages as it has
 // rows (50 currencies, first requests: a year at 55 min 188 → 44 ms p50 once in currency order,
-// 7 min over 48 days 162 → 37 ms; bench/RESULTS.md). So once a chunk has settled (only a
+// 7 min over 48 days 162 → 37 ms; bench/RESULTS.md). So once a chunk is closed (only a
 // backfill writes there any more), its rows are put in the order of its (currency_code, time)
 // index, as TimescaleDB's reorder policy does: reorder_chunk in the Timescale edition, which lets
 // reads go on meanwhile; CLUSTER in the Apache edition, which locks the chunk for the time it
@@ -17,8 +17,8 @@ import { rollupMode } from './rollupState.ts';
 // (chunk_reorders, sql/0290_chunk_reorders.sql): later backfills append one currency's rows at
 // a time, which stay together.
 
-/** A chunk is settled this long after its time range ended. */
-const SETTLED_AFTER = sql.fragment`interval '1 day'`;
+/** A chunk is closed this long after its time range ended: only backfills write there then. */
+const CLOSED_AFTER = sql.fragment`interval '1 day'`;
 /** PostgreSQL's error when a lock is not granted within lock_timeout. */
 const LOCK_NOT_AVAILABLE = '55P03';
 
@@ -45,8 +45,8 @@ const candidateRow = z.object({
 });
 type Candidate = z.infer<typeof candidateRow>;
 
-/** Puts the rows of settled chunks not reordered yet into (currency_code, time) order. */
-export async function reorderSettledChunks(
+/** Puts the rows of closed chunks not reordered yet into (currency_code, time) order. */
+export async function reorderClosedChunks(
   pool: DatabasePool,
   options: ReorderOptions = {},
 ): Promise<ReorderResult> {
@@ -61,7 +61,7 @@ export async function reorderSettledChunks(
 }
 
 /**
- * Settled chunks of the raw table and of every rollup level (their tables, or the continuous
+ * Closed chunks of the raw table and of every rollup level (their tables, or the continuous
  * aggregates' materialisation hypertables) not reordered yet, the most recent first (the most
  * read), each with its index on (currency_code, time dimension).
  */
@@ -76,17 +76,17 @@ const CANDIDATES = sql.fragment`
       FROM timescaledb_information.continuous_aggregates
       WHERE view_schema = current_schema() AND view_name = ANY(${sql.array([...LEVEL_RELATIONS], 'text')})
     ),
-    settled AS (
+    closed AS (
       SELECT format('%I.%I', c.chunk_schema, c.chunk_name) AS chunk, c.chunk_schema AS schema,
              c.chunk_name AS name, c.primary_dimension, c.range_end
       FROM targets t
       JOIN timescaledb_information.chunks c
         ON c.hypertable_schema = t.schema AND c.hypertable_name = t.name
       -- A compressed chunk (Timescale edition) is already stored by segment, and cannot be.
-      WHERE c.range_end <= now() - ${SETTLED_AFTER} AND NOT c.is_compressed
+      WHERE c.range_end <= now() - ${CLOSED_AFTER} AND NOT c.is_compressed
     )
     SELECT s.chunk, s.schema, s.name, ordering.index
-    FROM settled s
+    FROM closed s
     CROSS JOIN LATERAL (
       SELECT x.relname AS index
       FROM pg_index i
@@ -109,7 +109,7 @@ function candidatesQuery(limit: number) {
 const backlogRow = z.object({ waiting: z.number(), lastReorderedAt: z.date().nullable() });
 export type ReorderBacklog = z.infer<typeof backlogRow>;
 
-/** Settled chunks still in write order, and when the job last reordered one (platform doctor). */
+/** Closed chunks still in write order, and when the job last reordered one (platform doctor). */
 export async function readReorderBacklog(pool: DatabasePool): Promise<ReorderBacklog> {
   return pool.one(sql.type(backlogRow)`
     SELECT (SELECT count(*)::int FROM (${CANDIDATES}) AS candidates) AS waiting,
