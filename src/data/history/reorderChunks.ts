@@ -12,8 +12,9 @@ import { rollupMode } from './rollupState.ts';
 // backfill writes there any more), its rows are put in the order of its (currency_code, time)
 // index, as TimescaleDB's reorder policy does: reorder_chunk in the Timescale edition, which lets
 // reads go on meanwhile; CLUSTER in the Apache edition, which locks the chunk for the time it
-// takes (0.5–1.1 s a chunk for 50 currencies) and waits at most lockTimeoutMs for that lock, so
-// it never queues readers behind it while it waits for a long statement. Each chunk once
+// takes (0.5–1.1 s a chunk for 50 currencies). While it waits for that lock, readers arriving
+// queue behind it, so it waits briefly (lockTimeoutMs) and leaves a chunk still being read to the
+// next run rather than hold every reader back behind a long statement. Each chunk once
 // (chunk_reorders, sql/0290_chunk_reorders.sql): later backfills append one currency's rows at
 // a time, which stay together.
 
@@ -25,7 +26,7 @@ const LOCK_NOT_AVAILABLE = '55P03';
 export interface ReorderOptions {
   /** Chunks reordered per call at most: each rewrites tens of megabytes (default 6). */
   maxChunks?: number;
-  /** How long to wait for a chunk's lock before leaving it to the next call (default 2 s). */
+  /** How long to wait for a chunk's lock before leaving it to the next call (default 100 ms). */
   lockTimeoutMs?: number;
 }
 
@@ -54,7 +55,7 @@ export async function reorderClosedChunks(
   const candidates = await pool.any(candidatesQuery(options.maxChunks ?? 6));
   const result: ReorderResult = { reordered: [], busy: [] };
   for (const candidate of candidates) {
-    const done = await reorderChunk(pool, candidate, continuous, options.lockTimeoutMs ?? 2000);
+    const done = await reorderChunk(pool, candidate, continuous, options.lockTimeoutMs ?? 100);
     (done ? result.reordered : result.busy).push(candidate.chunk);
   }
   return result;
