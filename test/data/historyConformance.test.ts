@@ -7,9 +7,8 @@ import {
   type JsonAnswer,
 } from '../../src/data/history/candleQuery.ts';
 import { planRequest } from '../../src/data/history/plan.ts';
-import type { CandleRequest } from '../../src/data/history/request.ts';
+import { carriesValues, type CandleRequest } from '../../src/data/history/request.ts';
 import { RunCache } from '../../src/data/history/runCache.ts';
-import { carriesValues } from '../../src/data/history/runs.ts';
 import { readRollupStatus } from '../../src/data/history/rollupState.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import { markTouchedRanges } from '../../src/data/prices/invalidations.ts';

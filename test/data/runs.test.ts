@@ -1,11 +1,9 @@
 import { describe, expect, test } from '@jest/globals';
 import { jsonArrayPieces } from '../../src/data/history/jsonText.ts';
-import type { CandleRequest } from '../../src/data/history/request.ts';
+import { carriesValues, type CandleRequest } from '../../src/data/history/request.ts';
 import type { Segment } from '../../src/data/history/planner.ts';
 import {
   batchRuns,
-  carriesValues,
-  isCuttable,
   MIN_BUCKETS_TO_SPLIT,
   planRuns,
   RUN_BUCKETS,
@@ -115,15 +113,10 @@ describe('planRuns', () => {
       { start, end: start + 30 * HOUR, settled: true },
     ]);
   });
+});
 
-  test('only windows on a grid fixed in time are cuttable; carrying fills too (seeded per run)', () => {
-    expect(isCuttable(request())).toBe(true);
-    expect(isCuttable(request({ fill: 'null' }))).toBe(true);
-    // Hours in a zone are fixed in time (from its local midnight); its days follow its wall clock.
-    expect(isCuttable(request({ timeZone: 'Europe/Berlin' }))).toBe(true);
-    expect(isCuttable(request({ timeZone: 'Europe/Berlin', intervalSeconds: 86_400 }))).toBe(false);
-    expect(isCuttable(request({ fill: 'previous' }))).toBe(true);
-    expect(isCuttable(request({ fill: 'linear' }))).toBe(true);
+describe('carriesValues', () => {
+  test('previous and linear carry values from bucket to bucket, none and null do not', () => {
     expect(carriesValues({ fill: 'previous' })).toBe(true);
     expect(carriesValues({ fill: 'linear' })).toBe(true);
     expect(carriesValues({ fill: 'null' })).toBe(false);

@@ -30,6 +30,13 @@ describe('the bucket grid', () => {
     expect(isBoundary({ intervalSeconds: 60 }, t)).toBe(false);
   });
 
+  test("only a zone's days and weeks follow its wall clock", () => {
+    expect(followsWallClock({ intervalSeconds: 86_400 })).toBe(false);
+    expect(followsWallClock({ intervalSeconds: 3600, timeZone: 'Europe/Berlin' })).toBe(false);
+    expect(followsWallClock({ intervalSeconds: 86_400, timeZone: 'Europe/Berlin' })).toBe(true);
+    expect(followsWallClock({ intervalSeconds: 7 * 86_400, timeZone: 'Asia/Kolkata' })).toBe(true);
+  });
+
   test("a zone's buckets under a day are fixed in time from its local midnight of 2000-01-03", () => {
     const window = { from: at('2025-10-25T12:00:00Z'), to: at('2025-10-26T12:00:00Z') };
     const berlin = { intervalSeconds: 900, timeZone: 'Europe/Berlin' };

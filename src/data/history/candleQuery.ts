@@ -1,6 +1,6 @@
 import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { ValidationError } from '../../shared/errors.ts';
-import { utcOriginMs } from '../../shared/time/bucketGrid.ts';
+import { followsWallClock, utcOriginMs } from '../../shared/time/bucketGrid.ts';
 import { answerRows, numberedRunsQuery, passesThrough, runsJsonQuery } from './answerSql.ts';
 import {
   CANDLE_IS_EMPTY,
@@ -11,18 +11,10 @@ import {
 } from './jsonText.ts';
 import type { Segment } from './planner.ts';
 import { planRequest, settledSegments, type Plan } from './plan.ts';
-import type { CandleRequest } from './request.ts';
+import { carriesValues, type CandleRequest } from './request.ts';
 import type { RunCache } from './runCache.ts';
 import { filledRunTexts } from './filledRuns.ts';
-import {
-  batchRuns,
-  carriesValues,
-  clip,
-  isCuttable,
-  planRuns,
-  RUN_BUCKETS,
-  type Run,
-} from './runs.ts';
+import { batchRuns, clip, planRuns, RUN_BUCKETS, type Run } from './runs.ts';
 
 // A history request's JSON answer, from plan to body, as the routes send it (run by run, kept
 // runs reused); the export's row stream is candleStream.ts.
@@ -47,7 +39,8 @@ export async function queryCandlesJson(
   options: QueryOptions = {},
 ): Promise<JsonAnswer> {
   const plan = await planRequest(pool, request, options);
-  if (!isCuttable(request)) return wholeJson(pool, request, plan);
+  // A zone's days and weeks follow its wall clock: one statement numbers them into runs.
+  if (followsWallClock(request)) return wholeJson(pool, request, plan);
   return jsonByRuns(pool, request, plan, 'candle', options.cache);
 }
 
@@ -67,6 +60,14 @@ export async function queryOpensJson(
 
 /** A run's JSON text (its items joined by commas) and whether none of its buckets holds data. */
 type RunText = { items: string | Buffer; empty: boolean };
+/** The body made of the runs' texts, in order. */
+function jsonAnswer(runs: readonly RunText[]): JsonAnswer {
+  return {
+    pieces: jsonArrayPieces(runs.map((run) => run.items)),
+    empty: runs.every((run) => run.empty),
+  };
+}
+
 /** A fetched run's text and the currency's revision as of the rows it was made from. */
 type FetchedRun = RunText & { revision: number };
 
@@ -91,32 +92,17 @@ async function jsonByRuns(
         keep: (i, text) => keptIfCurrent(cache, keys[i] ?? null, plan, text),
       }),
     );
-    return {
-      pieces: jsonArrayPieces(filled.map((run) => run.items)),
-      empty: filled.every((run) => run.empty),
-    };
+    return jsonAnswer(filled);
   }
-  const texts: Array<RunText | undefined> = keys.map((key) =>
-    key === null ? undefined : cache!.get(key),
-  );
-  const found = new Map(
-    await computeRuns(
-      pool,
-      request,
-      plan,
-      shape,
-      runs.filter((_, index) => !texts[index]),
+  const kept = keys.map((key) => (key === null ? undefined : cache!.get(key)));
+  const toCompute = runs.filter((_, index) => !kept[index]);
+  const found = new Map(await computeRuns(pool, request, plan, shape, toCompute));
+  return jsonAnswer(
+    runs.map(
+      (run, index) =>
+        kept[index] ?? keptIfCurrent(cache, keys[index] ?? null, plan, found.get(run)!),
     ),
   );
-  for (const [index, run] of runs.entries()) {
-    if (texts[index]) continue;
-    const text = found.get(run)!;
-    texts[index] = keptIfCurrent(cache, keys[index] ?? null, plan, text);
-  }
-  return {
-    pieces: jsonArrayPieces(texts.map((text) => text!.items)),
-    empty: texts.every((text) => text!.empty),
-  };
 }
 
 /**
@@ -141,7 +127,7 @@ function keep(cache: RunCache, key: string, text: RunText): RunText {
 }
 
 /**
- * Computes runs of a cuttable answer, in up to two batches of consecutive runs on separate
+ * Computes runs of an answer on a fixed grid, in up to two batches of consecutive runs on separate
  * connections at once (see batchRuns).
  */
 async function computeRuns(
@@ -200,10 +186,7 @@ async function wholeJson(
       ? sortedGrouping(pool, (tx) => tx.any(query))
       : pool.any(query),
   );
-  return {
-    pieces: jsonArrayPieces(chunks.map((chunk) => chunk.items)),
-    empty: chunks.every((chunk) => chunk.empty),
-  };
+  return jsonAnswer(chunks);
 }
 
 /**

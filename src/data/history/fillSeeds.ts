@@ -1,6 +1,6 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import type { CandleRequest } from './request.ts';
+import { carriesValues, type CandleRequest } from './request.ts';
 
 // The 'previous' and 'linear' fills carry values into the window from the nearest observations
 // outside it. Looked up on their own, before the answer's statement, so that statement does not
@@ -36,7 +36,7 @@ export async function readFillSeeds(
   pool: DatabasePool,
   request: Pick<CandleRequest, 'code' | 'from' | 'to' | 'fill'>,
 ): Promise<FillSeeds> {
-  if (request.fill !== 'previous' && request.fill !== 'linear') return NO_SEEDS;
+  if (!carriesValues(request)) return NO_SEEDS;
   // Looking forward is cheap to plan whatever the reach (chunks past the window's end are few).
   const seeds = await lookUp(pool, request, 'near', request.fill === 'linear');
   if (seeds.before) return seeds;

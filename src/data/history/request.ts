@@ -5,6 +5,11 @@ import type { GridSpec, TimeWindow } from '../../shared/time/bucketGrid.ts';
 
 export type FillMode = 'none' | 'null' | 'previous' | 'linear';
 
+/** Whether the fill carries values from one bucket to the next (from seeds outside a window). */
+export function carriesValues(request: Pick<CandleRequest, 'fill'>): boolean {
+  return request.fill === 'previous' || request.fill === 'linear';
+}
+
 export interface CandleRequest extends GridSpec, TimeWindow {
   code: string;
   fill: FillMode;

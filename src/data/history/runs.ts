@@ -1,4 +1,4 @@
-import { followsWallClock, isBoundary, utcOriginMs } from '../../shared/time/bucketGrid.ts';
+import { isBoundary, utcOriginMs } from '../../shared/time/bucketGrid.ts';
 import type { Segment } from './planner.ts';
 import type { CandleRequest } from './request.ts';
 
@@ -19,7 +19,7 @@ export const BATCHES = 2;
  */
 export const RUN_BUCKETS = 500;
 
-/** A run of consecutive buckets of a cuttable window: [start, end) in milliseconds. */
+/** A run of consecutive buckets of a window on a fixed grid: [start, end) in milliseconds. */
 export interface Run {
   start: number;
   end: number;
@@ -39,23 +39,9 @@ export interface SettledSegment extends Segment {
 }
 
 /**
- * Whether pieces of the window can be answered apart: buckets on a grid fixed in time (any but
- * a zone's days and weeks). A fill that carries values across buckets is answered run by run
- * too, each run seeded from the data around it (filledRuns.ts).
- */
-export function isCuttable(request: CandleRequest): boolean {
-  return !followsWallClock(request);
-}
-
-/** Whether the fill carries values from one bucket to the next. */
-export function carriesValues(request: Pick<CandleRequest, 'fill'>): boolean {
-  return request.fill === 'previous' || request.fill === 'linear';
-}
-
-/**
- * Cuts a cuttable window into runs of at most RUN_BUCKETS buckets, end to end. The cuts fall on
- * every RUN_BUCKETS-th boundary of the bucket grid counted from its origin, fixed in time, so
- * that windows of the same grid share their runs whatever their ends; around the partial
+ * Cuts a window on a fixed grid (not a zone's days or weeks) into runs of at most RUN_BUCKETS
+ * buckets, end to end. The cuts fall on every RUN_BUCKETS-th boundary of the bucket grid
+ * counted from its origin, fixed in time, so that windows of the same grid share their runs whatever their ends; around the partial
  * buckets at the window's ends; and on the bucket boundaries around every point where the plan
  * passes between settled and unsettled sources, so that a run is wholly one or the other.
  */
