@@ -49,7 +49,7 @@ const ANALYST_CASES: Array<{ query: string; hours: number; seconds: number; tz?:
   { query: 'hours=4320&interval=30m', hours: 4320, seconds: 1800 },
   { query: 'hours=8760&interval=4h', hours: 8760, seconds: 14_400 },
   { query: 'hours=720&interval=1h&fill=previous', hours: 720, seconds: 3600 },
-  // Carrying fills over a year: one statement (values cross every bucket), ~8,760 points.
+  // Carrying fills over a year, run by run with seeds from the neighbouring runs: ~8,760 points.
   { query: 'hours=8760&interval=1h&fill=previous', hours: 8760, seconds: 3600 },
   { query: 'hours=8760&interval=1h&fill=linear', hours: 8760, seconds: 3600 },
   {

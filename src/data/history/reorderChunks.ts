@@ -1,7 +1,7 @@
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
+import { readTimescaleState } from '../../shared/db/timescale.ts';
 import { LEVEL_RELATIONS } from './levels.ts';
-import { rollupMode } from './rollupState.ts';
 
 // History is read one currency at a time over a time range, but every write path writes all
 // currencies of the same time together: the harvest each minute, the rollup refresh each
@@ -51,11 +51,12 @@ export async function reorderClosedChunks(
   pool: DatabasePool,
   options: ReorderOptions = {},
 ): Promise<ReorderResult> {
-  const continuous = (await rollupMode(pool)) === 'continuous';
+  // reorder_chunk is Timescale's own (TSL); the Apache edition has CLUSTER only.
+  const tsl = (await readTimescaleState(pool)).edition === 'timescale';
   const candidates = await pool.any(candidatesQuery(options.maxChunks ?? 6));
   const result: ReorderResult = { reordered: [], busy: [] };
   for (const candidate of candidates) {
-    const done = await reorderChunk(pool, candidate, continuous, options.lockTimeoutMs ?? 100);
+    const done = await reorderChunk(pool, candidate, tsl, options.lockTimeoutMs ?? 100);
     (done ? result.reordered : result.busy).push(candidate.chunk);
   }
   return result;
@@ -121,7 +122,7 @@ export async function readReorderBacklog(pool: DatabasePool): Promise<ReorderBac
 async function reorderChunk(
   pool: DatabasePool,
   { chunk, schema, name, index }: Candidate,
-  continuous: boolean,
+  tsl: boolean,
   lockTimeoutMs: number,
 ): Promise<boolean> {
   // Two workers may reorder the same chunk at once (the second waits, then rewrites it again).
@@ -137,7 +138,7 @@ async function reorderChunk(
         sql.unsafe`SELECT set_config('lock_timeout', ${`${lockTimeoutMs}ms`}, false)`,
       );
       try {
-        if (continuous) {
+        if (tsl) {
           // Outside a transaction block: reorder_chunk takes its locks step by step.
           await connection.query(
             sql.unsafe`SELECT reorder_chunk(${chunk}::regclass,
