@@ -79,6 +79,24 @@ describe.each(MODES)('reordering closed chunks, %s mode', (mode) => {
   const chunksOf = async (relation: 'price_observations' | 'candles_5m') =>
     (await chunksWithState(relation)).map(({ chunk }) => chunk);
 
+  test('candles_5m is cut in 7-day chunks, as the raw table is: its open chunk stays in write order for days, not a month', async () => {
+    const intervals = await runtime.pool.anyFirst(sql.type(z.object({ days: z.number() }))`
+      SELECT extract(epoch FROM d.time_interval)::int / 86400 AS days
+      FROM timescaledb_information.dimensions d
+      WHERE d.hypertable_name IN ('price_observations', 'candles_5m',
+        (SELECT materialization_hypertable_name FROM timescaledb_information.continuous_aggregates
+         WHERE view_name = 'candles_5m'))`);
+    expect(intervals).toEqual([7, 7]);
+    const spans = await runtime.pool.anyFirst(sql.type(z.object({ days: z.number() }))`
+      SELECT DISTINCT extract(epoch FROM c.range_end - c.range_start)::int / 86400 AS days
+      FROM timescaledb_information.chunks c
+      WHERE c.hypertable_name = (SELECT materialization_hypertable_name
+                                 FROM timescaledb_information.continuous_aggregates
+                                 WHERE view_name = 'candles_5m')
+         OR c.hypertable_name = 'candles_5m'`);
+    expect(spans).toEqual([7]);
+  });
+
   test('closed chunks of the raw table and the levels are put in currency order, nothing else', async () => {
     const before = await contents();
     const raw = await chunksWithState('price_observations');
