@@ -313,7 +313,10 @@ async function main() {
     }
     const reorderSeconds = ((Date.now() - reorderStarted) / 1000).toFixed(0);
     log(`closed chunks put in currency order: ${reordered} in ${reorderSeconds} s`);
-    // Autovacuum would get there too; the benchmark should not measure before it has.
+    // Autovacuum gets there on its own only after a fifth of a chunk's rows are new (its default
+    // insert threshold), so an open chunk's newest pages may wait weeks; measured on a year at
+    // 1 h with 60 days of candles_1h not vacuumed, the difference was within noise (10.3 vs 9.7
+    // ms p50). Vacuumed here so that runs compare alike.
     for (const relation of LEVEL_RELATIONS) {
       await bulkPool.query(sql.unsafe`VACUUM ANALYZE ${sql.identifier([relation])}`);
     }

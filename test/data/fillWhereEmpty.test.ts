@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { QuerySqlToken } from 'slonik';
-import { z } from 'zod';
 import { candleQuery } from '../../src/data/history/answerSql.ts';
 import { planRequest } from '../../src/data/history/plan.ts';
 import type { CandleRequest } from '../../src/data/history/request.ts';
+import { executedPlan } from '../support/explain.ts';
 import { insertCandles, type Candle } from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
@@ -42,23 +42,11 @@ afterAll(async () => {
   await runtime.dispose();
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Actual Loops': number;
-  Plans?: PlanNode[];
-}
-
-const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-
 /** How many times the statement's window functions ran (0: skipped). */
 async function windowAggLoops(query: QuerySqlToken): Promise<number> {
-  const explained: QuerySqlToken = {
-    ...query,
-    parser: z.any(),
-    sql: `EXPLAIN (ANALYZE, FORMAT JSON) ${query.sql}`,
-  };
-  const row = (await runtime.pool.one(explained)) as { 'QUERY PLAN': Array<{ Plan: PlanNode }> };
-  const windows = nodes(row['QUERY PLAN'][0]!.Plan).filter((n) => n['Node Type'] === 'WindowAgg');
+  const windows = (await executedPlan(runtime.pool, query)).filter(
+    (node) => node['Node Type'] === 'WindowAgg',
+  );
   expect(windows.length).toBeGreaterThan(0);
   return windows.reduce((sum, node) => sum + node['Actual Loops'], 0);
 }

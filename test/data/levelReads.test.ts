@@ -6,6 +6,7 @@ import { planRequest, settledSegments } from '../../src/data/history/plan.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import type { CandleRequest } from '../../src/data/history/request.ts';
 import { planRuns } from '../../src/data/history/runs.ts';
+import { executedPlan } from '../support/explain.ts';
 import { insertCandles, type Candle } from '../support/prices.ts';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.ts';
 
@@ -48,30 +49,8 @@ afterAll(async () => {
   await runtime.dispose();
 });
 
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Relation Name'?: string;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-}
-
-function nodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(nodes)];
-}
-
-/** The executed plan of a statement, as EXPLAIN (ANALYZE, FORMAT JSON) gives it. */
-async function explain(query: QuerySqlToken): Promise<PlanNode[]> {
-  const explained: QuerySqlToken = {
-    ...query,
-    parser: z.object({ 'QUERY PLAN': z.array(z.object({ Plan: z.any() })) }),
-    sql: `EXPLAIN (ANALYZE, FORMAT JSON) ${query.sql}`,
-  };
-  const row = await runtime.pool.one(explained);
-  const plan = (row as { 'QUERY PLAN': Array<{ Plan: PlanNode }> })['QUERY PLAN'][0]!.Plan;
-  return nodes(plan);
-}
+/** The executed plan of a statement, every node. */
+const explain = (query: QuerySqlToken) => executedPlan(runtime.pool, query);
 
 describe('reading candles_5m run by run (rollup tables)', () => {
   test('candles_5m has no B-tree on bucket alone, and a BRIN index on it', async () => {
@@ -112,7 +91,7 @@ describe('reading candles_5m run by run (rollup tables)', () => {
     expect(chunks).toBeGreaterThanOrEqual(11);
     const chunkScans = executed.filter((node) => /_chunk$/.test(node['Relation Name'] ?? ''));
     expect(chunkScans).toHaveLength(chunks);
-    const opened = chunkScans.reduce((sum, node) => sum + node['Actual Loops']!, 0);
+    const opened = chunkScans.reduce((sum, node) => sum + node['Actual Loops'], 0);
     expect(opened).toBeGreaterThanOrEqual(runs.length);
     expect(opened).toBeLessThan(2 * runs.length);
     const indexes = executed.flatMap((node) => node['Index Name'] ?? []);

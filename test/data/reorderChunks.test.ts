@@ -173,7 +173,7 @@ describe.each(MODES)('reordering closed chunks, %s mode', (mode) => {
         expect(blocked).toEqual({ reordered: [], busy: [chunk] });
         // Left over while the job runs: the doctor reports it, and no fault.
         expect(await chunkOrder()).toMatchObject({ ok: true });
-        expect((await chunkOrder()).detail).toMatch(/^1 closed chunks in write order \(last one/);
+        expect((await chunkOrder()).detail).toMatch(/^1 closed chunk in write order \(last one/);
       } finally {
         await reader.query('ROLLBACK');
         reader.release();

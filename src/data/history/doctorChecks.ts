@@ -1,6 +1,6 @@
 import type { Check, DoctorContext } from '../../shared/diagnostics.ts';
 import { LEVELS, levelNamed } from './levels.ts';
-import { readReorderBacklog } from './reorderChunks.ts';
+import { CHUNKS_PER_RUN, readReorderBacklog } from './reorderChunks.ts';
 import { readRollupStatus, type RollupStatus } from './rollupState.ts';
 
 // How far behind each level may fall before `platform doctor` complains. A level is materialised
@@ -86,7 +86,8 @@ async function chunkOrderCheck(pool: DoctorContext['pool']): Promise<Check> {
     detail:
       waiting === 0
         ? 'every closed chunk is in currency order'
-        : `${waiting} closed chunks in write order (${last}); reorder_chunks takes 6 an hour`,
+        : `${waiting} closed chunk${waiting === 1 ? '' : 's'} in write order (${last}); ` +
+          `reorder_chunks takes ${CHUNKS_PER_RUN} an hour`,
     fix: 'start the worker (`platform start --role worker`): its hourly reorder_chunks job',
   };
 }

@@ -20,11 +20,13 @@ import { LEVEL_RELATIONS } from './levels.ts';
 
 /** A chunk is closed this long after its time range ended: only backfills write there then. */
 const CLOSED_AFTER = sql.fragment`interval '1 day'`;
+/** Chunks reordered per run by default: each rewrites tens of megabytes. */
+export const CHUNKS_PER_RUN = 6;
 /** PostgreSQL's error when a lock is not granted within lock_timeout. */
 const LOCK_NOT_AVAILABLE = '55P03';
 
 export interface ReorderOptions {
-  /** Chunks reordered per call at most: each rewrites tens of megabytes (default 6). */
+  /** Chunks reordered per call at most (default CHUNKS_PER_RUN). */
   maxChunks?: number;
   /** How long to wait for a chunk's lock before leaving it to the next call (default 100 ms). */
   lockTimeoutMs?: number;
@@ -53,7 +55,7 @@ export async function reorderClosedChunks(
 ): Promise<ReorderResult> {
   // reorder_chunk is Timescale's own (TSL); the Apache edition has CLUSTER only.
   const tsl = (await readTimescaleState(pool)).edition === 'timescale';
-  const candidates = await pool.any(candidatesQuery(options.maxChunks ?? 6));
+  const candidates = await pool.any(candidatesQuery(options.maxChunks ?? CHUNKS_PER_RUN));
   const result: ReorderResult = { reordered: [], busy: [] };
   for (const candidate of candidates) {
     const done = await reorderChunk(pool, candidate, tsl, options.lockTimeoutMs ?? 100);

@@ -41,9 +41,10 @@ export interface SettledSegment extends Segment {
 /**
  * Cuts a window on a fixed grid (not a zone's days or weeks) into runs of at most RUN_BUCKETS
  * buckets, end to end. The cuts fall on every RUN_BUCKETS-th boundary of the bucket grid
- * counted from its origin, fixed in time, so that windows of the same grid share their runs whatever their ends; around the partial
- * buckets at the window's ends; and on the bucket boundaries around every point where the plan
- * passes between settled and unsettled sources, so that a run is wholly one or the other.
+ * counted from its origin, fixed in time, so that windows of the same grid share their runs
+ * whatever their ends; around the partial buckets at the window's ends; and on the bucket
+ * boundaries around every point where the plan passes between settled and unsettled sources,
+ * so that a run is wholly one or the other.
  */
 export function planRuns(request: CandleRequest, segments: readonly SettledSegment[]): Run[] {
   const from = request.from.getTime();
