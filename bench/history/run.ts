@@ -1,6 +1,7 @@
 // Benchmark of history requests over HTTP against 50 currencies × one year of one-minute candles.
 //
 //   npm run bench:history [-- --currencies 50 --days 365 --requests 100 --regenerate]
+//                         [--only 'interval=55m,hours=8760&intervalSeconds=3600']
 //
 // Uses its own database (BENCH_DATABASE_URL, default postgres://127.0.0.1:5432/bench_history),
 // generates the history once (kept between runs) as the harvest writes it, lets the rollups
@@ -119,8 +120,13 @@ const { values: args } = parseArgs({
     requests: { type: 'string', default: '100' },
     'baseline-requests': { type: 'string', default: '20' },
     regenerate: { type: 'boolean', default: false },
+    // Only the cases whose query (`hours=…&intervalSeconds=…` for the history route) contains
+    // one of these comma-separated texts.
+    only: { type: 'string' },
   },
 });
+const chosen = (query: string) =>
+  !args.only || args.only.split(',').some((text) => query.includes(text));
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const f = formatSummary;
@@ -351,6 +357,7 @@ async function main() {
       );
       log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const [hours, seconds] of CASES) {
+        if (!chosen(`hours=${hours}&intervalSeconds=${seconds}`)) continue;
         const { warm, off } = await bothWays(
           (base, i) =>
             `${base}/data/currency/history/${codes[i % codes.length]}?hours=${hours}&intervalSeconds=${seconds}`,
@@ -377,6 +384,7 @@ async function main() {
       );
       log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const { query, hours, seconds, tz } of ANALYST_CASES) {
+        if (!chosen(query)) continue;
         const { warm, off } = await bothWays(
           (base, i) => `${base}/data/candles/${codes[i % codes.length]}?${query}`,
         );
@@ -391,6 +399,7 @@ async function main() {
       }
 
       log('');
+      if (args.only) return;
       const exportResult = await measureExport(server, token, codes[0]!, days);
       log(
         `Export of ${codes[0]} at 1-minute resolution over ${days} days as CSV: ${exportResult.rows.toLocaleString('en')} rows, ` +

