@@ -239,6 +239,37 @@ describe.each(MODES)('history conformance, %s mode', (mode) => {
     }
   });
 
+  test("days and weeks in zones of one offset, answered on a fixed grid, equal time_bucket's in the zone", async () => {
+    // Kolkata and Kathmandu keep one offset all year: their days and weeks are answered run by
+    // run on the equal fixed grid (bucketGrid.ts fixedEquivalent), also from a given origin and
+    // offset, which time_bucket reads as the origin's local time in the zone.
+    const alignment = { origin: new Date('2024-01-01T00:30:00Z'), offsetSeconds: 3600 };
+    const cases: Array<[string, number, typeof alignment | undefined]> = [
+      ['Asia/Kolkata', 86_400, alignment],
+      ['Asia/Kathmandu', 86_400, alignment],
+      ['Asia/Kolkata', 604_800, alignment],
+      ['Asia/Kathmandu', 2 * 86_400, undefined],
+    ];
+    for (const [timeZone, seconds, aligned] of cases) {
+      const from = new Date(dataStart + 5 * HOUR + 7 * MINUTE);
+      const to = new Date(now);
+      const got = await answer({
+        code: 'ETH',
+        from,
+        to,
+        intervalSeconds: seconds,
+        timeZone,
+        ...(aligned ?? {}),
+        fill: 'none',
+      });
+      expect({ timeZone, seconds, rows: got }).toEqual({
+        timeZone,
+        seconds,
+        rows: await zoneCandlesFromRaw(runtime.pool, 'ETH', seconds, timeZone, from, to, aligned),
+      });
+    }
+  });
+
   test('fill=previous in :30 and :45 zones carries the last close exactly', async () => {
     const from = new Date(dataStart + 5 * HOUR + 7 * MINUTE);
     const to = new Date(now);

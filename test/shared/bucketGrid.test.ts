@@ -3,6 +3,7 @@ import { lookbackHours } from '../../src/api/portfolio/priceHistories.ts';
 import {
   assertWithinPointCap,
   bucketStartMs,
+  fixedEquivalent,
   followsWallClock,
   isBoundary,
   localGrid,
@@ -35,6 +36,58 @@ describe('the bucket grid', () => {
     expect(followsWallClock({ intervalSeconds: 3600, timeZone: 'Europe/Berlin' })).toBe(false);
     expect(followsWallClock({ intervalSeconds: 86_400, timeZone: 'Europe/Berlin' })).toBe(true);
     expect(followsWallClock({ intervalSeconds: 7 * 86_400, timeZone: 'Asia/Kolkata' })).toBe(true);
+  });
+
+  test("a zone's days and weeks are a fixed grid where the zone keeps one offset over the window", () => {
+    const year = { from: at('2025-11-28T10:00:00Z'), to: at('2026-11-28T10:00:00Z') };
+    // Kolkata (+05:30 all year): days from 18:30 UTC, the local midnight before.
+    const kolkata = fixedEquivalent({ intervalSeconds: 86_400, timeZone: 'Asia/Kolkata' }, year)!;
+    expect(kolkata).toEqual({ intervalSeconds: 86_400, origin: at('2000-01-02T18:30:00Z') });
+    expect(bucketStartMs(kolkata, Date.parse('2026-03-01T20:00:00Z'))).toBe(
+      Date.parse('2026-03-01T18:30:00Z'),
+    );
+    // Kathmandu's weeks start on Monday at local midnight (Sunday 18:15 UTC).
+    const weeks = fixedEquivalent({ intervalSeconds: 604_800, timeZone: 'Asia/Kathmandu' }, year)!;
+    expect(bucketStartMs(weeks, Date.parse('2026-03-04T12:00:00Z'))).toBe(
+      Date.parse('2026-03-01T18:15:00Z'),
+    );
+    // An origin and an offset move the boundaries as on the wall-clock grid.
+    const shifted = fixedEquivalent(
+      {
+        intervalSeconds: 86_400,
+        timeZone: 'Asia/Kolkata',
+        origin: at('2024-01-01T00:30:00Z'),
+        offsetSeconds: 3600,
+      },
+      year,
+    )!;
+    expect(bucketStartMs(shifted, Date.parse('2026-03-01T20:00:00Z'))).toBe(
+      Date.parse('2026-03-01T01:30:00Z'),
+    );
+    // Berlin keeps +02:00 through a summer month: days from 22:00 UTC.
+    const july = { from: at('2026-07-01T00:00:00Z'), to: at('2026-08-01T00:00:00Z') };
+    const berlin = fixedEquivalent({ intervalSeconds: 86_400, timeZone: 'Europe/Berlin' }, july)!;
+    expect(bucketStartMs(berlin, Date.parse('2026-07-10T12:00:00Z'))).toBe(
+      Date.parse('2026-07-09T22:00:00Z'),
+    );
+  });
+
+  test('a wall-clock grid stays one where the offset changes within reach of its buckets', () => {
+    const days = { intervalSeconds: 86_400, timeZone: 'Europe/Berlin' };
+    expect(
+      fixedEquivalent(days, { from: at('2025-11-28T00:00:00Z'), to: at('2026-11-28T00:00:00Z') }),
+    ).toBeUndefined();
+    // The window starts after the spring change (2026-03-29 01:00 UTC), but its first bucket,
+    // the 23-hour day of the change, starts before it.
+    expect(
+      fixedEquivalent(days, { from: at('2026-03-29T10:00:00Z'), to: at('2026-04-10T00:00:00Z') }),
+    ).toBeUndefined();
+    // Fixed grids have nothing to change to.
+    const year = { from: at('2025-11-28T00:00:00Z'), to: at('2026-11-28T00:00:00Z') };
+    expect(fixedEquivalent({ intervalSeconds: 86_400 }, year)).toBeUndefined();
+    expect(
+      fixedEquivalent({ intervalSeconds: 3600, timeZone: 'Asia/Kolkata' }, year),
+    ).toBeUndefined();
   });
 
   test("a zone's buckets under a day are fixed in time from its local midnight of 2000-01-03", () => {

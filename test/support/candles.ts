@@ -111,13 +111,29 @@ export const ZONE_ANCHORS: Record<string, number> = {
   'Australia/Lord_Howe': Date.parse('2000-01-02T13:00:00Z'),
 };
 
+/** Days and weeks in a zone from the local time of an instant, shifted (time_bucket's own). */
+export interface WallClockAlignment {
+  origin: Date;
+  offsetSeconds: number;
+}
+
 /**
  * The reference bucket of a zone's grid as SQL over a timestamptz column: buckets under a day
  * fixed in time from the zone's anchor above, days and weeks by time_bucket with the zone.
  */
-export function zoneBucketSql(seconds: number, timeZone: string, column: string) {
+export function zoneBucketSql(
+  seconds: number,
+  timeZone: string,
+  column: string,
+  alignment?: WallClockAlignment,
+) {
   const width = sql.fragment`make_interval(secs => ${seconds}::float8)`;
   const value = sql.identifier([column]);
+  if (seconds >= 86_400 && alignment) {
+    return sql.fragment`time_bucket(${width}, ${value}, ${timeZone}::text,
+      origin => ${alignment.origin.toISOString()}::timestamptz,
+      "offset" => make_interval(secs => ${alignment.offsetSeconds}::float8))`;
+  }
   if (seconds >= 86_400) return sql.fragment`time_bucket(${width}, ${value}, ${timeZone}::text)`;
   const anchor = new Date(ZONE_ANCHORS[timeZone]!).toISOString();
   return sql.fragment`time_bucket(${width}, ${value}, ${anchor}::timestamptz)`;
@@ -146,10 +162,11 @@ export async function zoneCandlesFromRaw(
   timeZone: string,
   from: Date,
   to: Date,
+  alignment?: WallClockAlignment,
 ) {
   return asJson(
     await pool.any(sql.type(sqlCandle)`
-      SELECT ${zoneBucketSql(seconds, timeZone, 'time')} AS timestamp,
+      SELECT ${zoneBucketSql(seconds, timeZone, 'time', alignment)} AS timestamp,
              first(open, time) AS open, max(high) AS high, min(low) AS low,
              last(close, time) AS close, sum(volume) AS volume, count(*)::int AS count
       FROM price_observations

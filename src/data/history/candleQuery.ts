@@ -1,6 +1,6 @@
 import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { ValidationError } from '../../shared/errors.ts';
-import { followsWallClock, utcOriginMs } from '../../shared/time/bucketGrid.ts';
+import { fixedEquivalent, followsWallClock, utcOriginMs } from '../../shared/time/bucketGrid.ts';
 import { answerRows, numberedRunsQuery, passesThrough, runsJsonQuery } from './answerSql.ts';
 import {
   CANDLE_IS_EMPTY,
@@ -38,10 +38,24 @@ export async function queryCandlesJson(
   request: CandleRequest,
   options: QueryOptions = {},
 ): Promise<JsonAnswer> {
-  const plan = await planRequest(pool, request, options);
-  // A zone's days and weeks follow its wall clock: one statement numbers them into runs.
-  if (followsWallClock(request)) return wholeJson(pool, request, plan);
-  return jsonByRuns(pool, request, plan, 'candle', options.cache);
+  const grid = onFixedGridWherePossible(request);
+  const plan = await planRequest(pool, grid, options);
+  // A zone's days and weeks across a change of its offset follow its wall clock: one statement
+  // numbers them into runs.
+  if (followsWallClock(grid)) return wholeJson(pool, grid, plan);
+  return jsonByRuns(pool, grid, plan, 'candle', options.cache);
+}
+
+/**
+ * The request on its fixed grid where its zone keeps one offset over the window (bucketGrid.ts
+ * fixedEquivalent): the same buckets, answered run by run (kept, two statements at once) and
+ * grouped without converting every row to the zone's wall clock.
+ */
+function onFixedGridWherePossible(request: CandleRequest): CandleRequest {
+  const fixed = fixedEquivalent(request, request);
+  if (!fixed) return request;
+  const { timeZone: _zone, origin: _origin, offsetSeconds: _offset, ...rest } = request;
+  return { ...rest, ...fixed };
 }
 
 /**

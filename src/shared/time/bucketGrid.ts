@@ -133,6 +133,29 @@ export function localGrid(grid: GridSpec, window: TimeWindow): LocalGrid {
 }
 
 /**
+ * The fixed grid that a wall-clock grid equals over a window in which its zone keeps one UTC
+ * offset (India, China, Japan, Nepal and most zones without daylight saving; a summer's weeks in
+ * Berlin): its days and weeks then start at local midnight a fixed width apart in absolute time,
+ * from its local origin less that offset. Undefined for a fixed grid, and where the offset changes
+ * anywhere from the start of the window's first bucket to the end of its last.
+ */
+export function fixedEquivalent(grid: GridSpec, window: TimeWindow): GridSpec | undefined {
+  if (!followsWallClock(grid)) return undefined;
+  const widthMs = grid.intervalSeconds * 1000;
+  const offsets = zoneOffsetsOver(
+    grid.timeZone!,
+    window.from.getTime() - widthMs,
+    window.to.getTime() + widthMs,
+  );
+  if (offsets.length !== 1) return undefined;
+  const localOriginSeconds = localGrid(grid, window).originSeconds;
+  return {
+    intervalSeconds: grid.intervalSeconds,
+    origin: new Date((localOriginSeconds - offsets[0]!) * 1000),
+  };
+}
+
+/**
  * The point cap's count: the most buckets a window can overlap, whatever the grid's alignment,
  * so that two callers whose clocks differ by a moment agree (a window as long as n buckets
  * overlaps n + 1 when it does not start on a boundary). On a wall-clock grid the wall clock may
