@@ -121,15 +121,18 @@ export function localGrid(grid: GridSpec, window: TimeWindow): LocalGrid {
       zoneOffsetsSeconds: [0],
     };
   }
-  const zone = grid.timeZone!;
-  const origin = grid.origin
-    ? grid.origin.getTime() / 1000 + zoneOffsetSeconds(zone, grid.origin.getTime())
-    : LOCAL_DEFAULT_ORIGIN_SECONDS;
   return {
     widthSeconds: grid.intervalSeconds,
-    originSeconds: origin + offset,
-    zoneOffsetsSeconds: zoneOffsetsOver(zone, window.from.getTime(), window.to.getTime()),
+    originSeconds: wallClockOriginSeconds(grid) + offset,
+    zoneOffsetsSeconds: zoneOffsetsOver(grid.timeZone!, window.from.getTime(), window.to.getTime()),
   };
+}
+
+/** A wall-clock grid's origin in local seconds: the given origin's local time, or 2000-01-03. */
+function wallClockOriginSeconds(grid: GridSpec): number {
+  if (!grid.origin) return LOCAL_DEFAULT_ORIGIN_SECONDS;
+  const ms = grid.origin.getTime();
+  return ms / 1000 + zoneOffsetSeconds(grid.timeZone!, ms);
 }
 
 /**
@@ -148,7 +151,7 @@ export function fixedEquivalent(grid: GridSpec, window: TimeWindow): GridSpec | 
     window.to.getTime() + widthMs,
   );
   if (offsets.length !== 1) return undefined;
-  const localOriginSeconds = localGrid(grid, window).originSeconds;
+  const localOriginSeconds = wallClockOriginSeconds(grid) + (grid.offsetSeconds ?? 0);
   return {
     intervalSeconds: grid.intervalSeconds,
     origin: new Date((localOriginSeconds - offsets[0]!) * 1000),
