@@ -120,8 +120,8 @@ const { values: args } = parseArgs({
     requests: { type: 'string', default: '100' },
     'baseline-requests': { type: 'string', default: '20' },
     regenerate: { type: 'boolean', default: false },
-    // Only the cases whose query (`hours=…&intervalSeconds=…` for the history route) contains
-    // one of these comma-separated texts.
+    // Only the cases whose query (`hours=…&intervalSeconds=…` for the history route, `export`
+    // for the export) contains one of these comma-separated texts.
     only: { type: 'string' },
   },
 });
@@ -399,13 +399,14 @@ async function main() {
       }
 
       log('');
-      if (args.only) return;
-      const exportResult = await measureExport(server, token, codes[0]!, days);
-      log(
-        `Export of ${codes[0]} at 1-minute resolution over ${days} days as CSV: ${exportResult.rows.toLocaleString('en')} rows, ` +
-          `${(exportResult.bytes / 1e6).toFixed(1)} MB in ${exportResult.seconds.toFixed(1)} s; ` +
-          `data module RSS ${exportResult.rssBeforeMb.toFixed(0)} MB before, at most ${exportResult.rssPeakMb.toFixed(0)} MB during.`,
-      );
+      if (chosen('export')) {
+        const exportResult = await measureExport(server, token, codes[0]!, days);
+        log(
+          `Export of ${codes[0]} at 1-minute resolution over ${days} days as CSV: ${exportResult.rows.toLocaleString('en')} rows, ` +
+            `${(exportResult.bytes / 1e6).toFixed(1)} MB in ${exportResult.seconds.toFixed(1)} s; ` +
+            `data module RSS ${exportResult.rssBeforeMb.toFixed(0)} MB before, at most ${exportResult.rssPeakMb.toFixed(0)} MB during.`,
+        );
+      }
     } finally {
       client.send('exit');
       await server.stop();
