@@ -19,7 +19,15 @@ import { createModeRuntime, MODES, type ModeRuntime } from '../support/rollupMod
 
 const MIN = 60_000;
 const DAY = 1440 * MIN;
-const T0 = Math.floor((Date.now() - 40 * DAY) / DAY) * DAY;
+/**
+ * Runs of 5-minute buckets are cut every RUN_BUCKETS buckets from the epoch (runs.ts), every
+ * 41 h 40 min, so the data must lie the same way against those cuts whatever the day the test
+ * runs: a cut falls 30 h after T0, where the data's buckets on both sides hold observations (the
+ * runs ending there can be kept under either fill). With T0 at midnight, whether any run of
+ * 'data only at the start' could be kept under `linear` changed with the date.
+ */
+const RUN_SPAN = RUN_BUCKETS * 300 * 1000;
+const T0 = Math.floor((Date.now() - 40 * DAY) / RUN_SPAN) * RUN_SPAN - 30 * 60 * MIN;
 
 /**
  * Observations seconds to minutes apart over 20 days, gaps of up to 3 hours now and then, and a
