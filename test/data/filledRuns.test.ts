@@ -6,6 +6,7 @@ import { CANDLE_IS_EMPTY, candleItem } from '../../src/data/history/jsonText.ts'
 import { planRequest } from '../../src/data/history/plan.ts';
 import { refreshRollups } from '../../src/data/history/refresh.ts';
 import type { CandleRequest, FillMode } from '../../src/data/history/request.ts';
+import { floorTo } from '../../src/data/history/levels.ts';
 import { RunCache } from '../../src/data/history/runCache.ts';
 import { RUN_BUCKETS } from '../../src/data/history/runs.ts';
 import { random } from '../support/candles.ts';
@@ -18,7 +19,8 @@ import { createModeRuntime, MODES, type ModeRuntime } from '../support/rollupMod
 // in the window, none before or after its middle — and whatever the window's edges.
 
 const MIN = 60_000;
-const DAY = 1440 * MIN;
+const HOUR = 60 * MIN;
+const DAY = 24 * HOUR;
 /**
  * Runs of 5-minute buckets are cut every RUN_BUCKETS buckets from the epoch (runs.ts), every
  * 41 h 40 min, so the data must lie the same way against those cuts whatever the day the test
@@ -27,7 +29,7 @@ const DAY = 1440 * MIN;
  * 'data only at the start' could be kept under `linear` changed with the date.
  */
 const RUN_SPAN = RUN_BUCKETS * 300 * 1000;
-const T0 = Math.floor((Date.now() - 40 * DAY) / RUN_SPAN) * RUN_SPAN - 30 * 60 * MIN;
+const T0 = floorTo(Date.now() - 40 * DAY, RUN_SPAN) - 30 * HOUR;
 
 /**
  * Observations seconds to minutes apart over 20 days, gaps of up to 3 hours now and then, and a
